@@ -1,0 +1,135 @@
+"""Every error the harness raises, rooted in one :class:`HarnessError`.
+
+The log errors keep DistributedLog's names (without the ``Exception`` suffix)
+and its numeric codes, so a user who knows DistributedLog recognises them, and
+``except HarnessError`` catches everything the harness itself decided to raise.
+Messages name the bad value and say what to do about it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AlreadyClosed",
+    "AlreadyTruncatedTransaction",
+    "ConfigError",
+    "CorruptData",
+    "DLException",
+    "EndOfStream",
+    "HarnessError",
+    "InvalidDLSN",
+    "InvalidStreamName",
+    "LockingException",
+    "LogEmpty",
+    "LogExists",
+    "LogNotFound",
+    "LogReadException",
+    "LogRecordTooLong",
+    "OwnershipAcquireFailed",
+    "StoreLocked",
+    "TransactionIdOutOfOrder",
+    "UnsupportedURI",
+    "WriteCancelled",
+    "WriteException",
+]
+
+
+class HarnessError(Exception):
+    """Root of every error raised on purpose by the harness."""
+
+
+class ConfigError(HarnessError, ValueError):
+    """An argument or configuration value is invalid; the message names it and the fix."""
+
+
+class UnsupportedURI(ConfigError):
+    """A namespace URI whose scheme or shape the harness does not support."""
+
+
+class InvalidDLSN(HarnessError, ValueError):
+    """Bytes or text that do not decode to a DLSN (DistributedLog's IllegalArgumentException)."""
+
+
+class CorruptData(HarnessError):
+    """Stored bytes that cannot be decoded; the message names the store and the key."""
+
+
+class DLException(HarnessError):
+    """Base of the errors that mirror DistributedLog's ``DLException`` hierarchy.
+
+    ``code`` is DistributedLog's numeric status code for the same condition.
+    """
+
+    code: int = 600
+
+
+class AlreadyClosed(DLException):
+    code = 502
+
+
+class AlreadyTruncatedTransaction(DLException):
+    code = 511
+
+
+class EndOfStream(DLException):
+    code = 512
+
+
+class InvalidStreamName(DLException, ValueError):
+    code = 602
+
+
+class LockingException(DLException):
+    code = 504
+
+
+class OwnershipAcquireFailed(LockingException):
+    """Another writer (in this process or another one) owns the log."""
+
+    code = 302
+
+
+class StoreLocked(LockingException):
+    """A LevelDB directory is held open by another process (LevelDB allows one process)."""
+
+
+class LogEmpty(DLException):
+    code = 509
+
+
+class LogExists(DLException):
+    code = 522
+
+
+class LogNotFound(DLException):
+    code = 510
+
+
+class LogReadException(DLException):
+    code = 1001
+
+
+class LogRecordTooLong(DLException, ValueError):
+    code = 413
+
+
+class TransactionIdOutOfOrder(DLException):
+    """A txid is negative, reserved, or smaller than the last one written.
+
+    ``txid`` is the rejected id; ``last_txid`` the one it was compared with
+    (-999 when there was none, as in DistributedLog).
+    """
+
+    code = 513
+
+    def __init__(self, message: str, *, txid: int, last_txid: int = -999) -> None:
+        super().__init__(message)
+        self.txid = txid
+        self.last_txid = last_txid
+
+
+class WriteException(DLException):
+    code = 514
+
+
+class WriteCancelled(DLException):
+    code = 516
