@@ -74,7 +74,9 @@ class DLSN:
             raise InvalidDLSN(f"DLSN bytes must be bytes, got {type(data).__name__}: {data!r}")
         data = bytes(data)
         if not data:
-            raise InvalidDLSN("empty bytes are not a DLSN; expected 25 bytes from serialize_bytes()")
+            raise InvalidDLSN(
+                "empty bytes are not a DLSN; expected 25 bytes from serialize_bytes()"
+            )
         version = data[0]
         expected = {VERSION0: _VERSION0_LEN, VERSION1: _VERSION1_LEN}.get(version)
         if expected is None:
@@ -94,7 +96,7 @@ class DLSN:
 
     @classmethod
     def deserialize(cls, text: str) -> DLSN:
-        """Decode :meth:`serialize` output; ``"baddlsn"`` and the like raise :class:`InvalidDLSN`."""
+        """Decode :meth:`serialize` output; ``"baddlsn"`` and such raise :class:`InvalidDLSN`."""
         if not isinstance(text, str):
             raise InvalidDLSN(f"a serialized DLSN is a str, got {type(text).__name__}: {text!r}")
         try:
@@ -117,13 +119,13 @@ class DLSN:
     def from_json(cls, value: object) -> DLSN:
         """Inverse of :meth:`to_json`; a malformed value raises :class:`InvalidDLSN`."""
         if not isinstance(value, dict) or set(value) != {"segment", "entry", "slot"}:
-            raise InvalidDLSN(
-                f"expected a mapping with keys segment, entry, slot; got {value!r}"
-            )
+            raise InvalidDLSN(f"expected a mapping with keys segment, entry, slot; got {value!r}")
         return cls(value["segment"], value["entry"], value["slot"])
 
     def __str__(self) -> str:
-        return f"DLSN{{logSegmentSequenceNo={self.segment}, entryId={self.entry}, slotId={self.slot}}}"
+        return (
+            f"DLSN{{logSegmentSequenceNo={self.segment}, entryId={self.entry}, slotId={self.slot}}}"
+        )
 
 
 DLSN.INITIAL = DLSN(1, 0, 0)
