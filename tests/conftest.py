@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.log import LogConfig, Namespace, leveldb_uri, open_namespace
+from harness.log.storage.memory import forget_memory_namespaces
+
+
+@pytest.fixture(params=["memory", "leveldb"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def namespace_uri(backend: str, tmp_path: Path) -> Iterator[str]:
+    if backend == "memory":
+        name = f"test-{uuid.uuid4().hex}"
+        yield f"distributedlog-memory://{name}"
+        forget_memory_namespaces(name)
+    else:
+        yield leveldb_uri(tmp_path / "namespace")
+
+
+@pytest.fixture
+def namespace(namespace_uri: str) -> Iterator[Namespace]:
+    """A fresh namespace with small segments, on each backend."""
+    with open_namespace(namespace_uri, config=LogConfig(segment_max_records=4)) as ns:
+        yield ns
