@@ -176,7 +176,7 @@ def test_txids_must_not_decrease_and_the_error_names_both(namespace: Namespace) 
     with namespace.open_log("a").open_writer() as writer:
         writer.write(LogRecord(5, b""))
         writer.write(LogRecord(5, b""))  # equal is fine
-        with pytest.raises(TransactionIdOutOfOrder, match="txid 4 .* after txid 5") as info:
+        with pytest.raises(TransactionIdOutOfOrder, match=r"txid 4 .* after txid 5") as info:
             writer.write(LogRecord(4, b""))
         assert (info.value.txid, info.value.last_txid) == (4, 5)
         writer.write(LogRecord(6, b""))  # not sticky
@@ -200,7 +200,7 @@ def test_segment_start_mode_checks_only_the_first_txid_of_a_segment(namespace: N
     with log.open_writer() as writer:
         writer.write(LogRecord(10, b""))
         writer.write(LogRecord(3, b""))  # inside the segment: accepted, as the real code does
-        with pytest.raises(TransactionIdOutOfOrder, match="txid 4 .* after txid 10"):
+        with pytest.raises(TransactionIdOutOfOrder, match=r"txid 4 .* after txid 10"):
             writer.write(LogRecord(4, b""))  # would start segment 2
         writer.write(LogRecord(11, b""))
     assert txids(log) == [10, 3, 11]
@@ -219,7 +219,7 @@ def test_payload_size_limit(namespace: Namespace) -> None:
 def test_bad_record_arguments_are_typed_errors() -> None:
     with pytest.raises(ConfigError, match="payload must be bytes, got str: 'text'"):
         LogRecord(1, "text")  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="txid must be an int, got 1.5"):
+    with pytest.raises(ConfigError, match=r"txid must be an int, got 1\.5"):
         LogRecord(1.5, b"")  # type: ignore[arg-type]
 
 
@@ -384,7 +384,7 @@ def test_read_bulk_count_is_validated(namespace: Namespace) -> None:
 
 
 def test_open_reader_position_is_validated(namespace: Namespace) -> None:
-    with pytest.raises(ConfigError, match="a DLSN or a txid .*got str: '1'"):
+    with pytest.raises(ConfigError, match=r"a DLSN or a txid .*got str: '1'"):
         namespace.open_log("a").open_reader("1")  # type: ignore[arg-type]
 
 
