@@ -37,6 +37,9 @@ class LogConfig:
     - ``output_buffer_size``: buffered records are transmitted as one entry once they
       exceed this many bytes (DistributedLog's ``writerOutputBufferSize``; 0 means one
       entry per record). Transmitted is not visible: only ``commit`` makes records visible.
+      DistributedLog's default is 1024, sized for BookKeeper packets; here each entry is
+      one LevelDB value, and 8 KiB entries append about twice as fast. Set 1024 to get
+      DistributedLog's entry boundaries (and so its DLSNs) exactly.
     - ``max_id_sanity_check`` and ``txid_check``: see :class:`TxidCheck`.
     - ``durable_commit``: on LevelDB, ``commit`` is an fsynced write (survives a machine
       crash); when False it survives a process crash only.
@@ -46,7 +49,7 @@ class LogConfig:
 
     segment_max_records: int = 10_000
     segment_max_bytes: int = 256 * 1024 * 1024
-    output_buffer_size: int = 1024
+    output_buffer_size: int = 8192
     max_id_sanity_check: bool = True
     txid_check: TxidCheck = TxidCheck.EVERY_RECORD
     durable_commit: bool = True

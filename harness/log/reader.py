@@ -167,7 +167,7 @@ class LogReader:
             last = self._last_entry(segment, committed)
             for entry, records in storage.read_entries(segment.segment, 0, last):
                 for slot, record in enumerate(records):
-                    if not record.flags and record.txid >= target:
+                    if not record[2] and record[0] >= target:
                         return DLSN(segment.segment, entry, slot)
         # Nothing yet: wait at the end; records with smaller txids are dropped as they come.
         return DLSN(committed[0], committed[1] + 1, 0)
@@ -208,8 +208,7 @@ class LogReader:
                         "below its committed point; the stored log is damaged"
                     )
                 expected = entry_id + 1
-                for slot, record in enumerate(records):
-                    flags = record.flags
+                for slot, (txid, payload, flags, position) in enumerate(records):
                     if flags & FLAG_END_OF_STREAM:
                         self._ready.append(
                             EndOfStream(
@@ -225,15 +224,15 @@ class LogReader:
                     if dlsn < start:
                         continue
                     if floor is not None:
-                        if record.txid < floor:
+                        if txid < floor:
                             continue
                         floor = self._from_txid = None
                     self._ready.append(
                         LogRecordWithDLSN(
-                            record.txid,
-                            record.payload,
+                            txid,
+                            payload,
                             dlsn,
-                            segment.start_sequence_id + record.position - 1,
+                            segment.start_sequence_id + position - 1,
                         )
                     )
             if expected <= upper and segment.truncation is Truncation.ACTIVE:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, NamedTuple, final
+from typing import Final, NamedTuple, TypeAlias, final
 
 from harness.errors import ConfigError
 from harness.log.dlsn import DLSN
@@ -28,26 +28,38 @@ FLAG_CONTROL: Final = 0x1
 FLAG_END_OF_STREAM: Final = 0x2
 
 
-@final
-@dataclass(frozen=True, slots=True)
-class LogRecord:
-    """A record to write: an application transaction id and an opaque payload.
-
-    Only the type of the arguments is checked here; the writer checks the txid
-    order and the size limit, because those rules depend on the log.
-    """
-
+class _LogRecordFields(NamedTuple):
     txid: int
     payload: bytes
 
-    def __post_init__(self) -> None:
-        if type(self.txid) is not int:
-            raise ConfigError(f"LogRecord txid must be an int, got {self.txid!r}")
-        if not isinstance(self.payload, bytes):
-            raise ConfigError(
-                f"LogRecord payload must be bytes, got {type(self.payload).__name__}: "
-                f"{self.payload!r:.80}; encode text first, e.g. payload=text.encode()"
-            )
+
+@final
+class LogRecord(_LogRecordFields):
+    """A record to write: an application transaction id and an opaque payload.
+
+    An immutable value (a named tuple, because records are made by the million and
+    this is the cheapest immutable value Python has). Only the types are checked here;
+    the writer checks the txid order and the size limit, which depend on the log.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, txid: int, payload: bytes) -> LogRecord:
+        if type(txid) is not int or type(payload) is not bytes:
+            _reject(txid, payload)
+        return tuple.__new__(cls, (txid, payload))
+
+    def __repr__(self) -> str:
+        return f"LogRecord(txid={self.txid!r}, payload={self.payload!r:.80})"
+
+
+def _reject(txid: object, payload: object) -> None:
+    if type(txid) is not int:
+        raise ConfigError(f"LogRecord txid must be an int, got {txid!r}")
+    raise ConfigError(
+        f"LogRecord payload must be bytes, got {type(payload).__name__}: "
+        f"{payload!r:.80}; encode text first, e.g. payload=text.encode()"
+    )
 
 
 @final
@@ -65,14 +77,10 @@ class LogRecordWithDLSN:
     sequence_id: int
 
 
-class StoredRecord(NamedTuple):
-    """A record as a storage backend keeps it (internal).
+StoredRecord: TypeAlias = tuple[int, bytes, int, int]
+"""A record as a storage backend keeps it (internal): ``(txid, payload, flags, position)``.
 
-    ``flags`` carries DistributedLog's CONTROL and END_OF_STREAM bits; ``position``
-    is the 1-based position of the record among the user records of its segment.
-    """
-
-    txid: int
-    payload: bytes
-    flags: int
-    position: int
+``flags`` carries DistributedLog's CONTROL and END_OF_STREAM bits; ``position`` is the
+1-based position of the record among the user records of its segment. A plain tuple,
+because one is built per record written.
+"""

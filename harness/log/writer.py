@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from types import TracebackType
-from typing import final
+from typing import NoReturn, final
 
 from harness.errors import (
     AlreadyClosed,
@@ -94,6 +94,12 @@ class LogWriter:
             raise
         self._buffer: list[StoredRecord] = []
         self._buffer_bytes = 0
+        # Settings read on every write, copied out of the config once.
+        self._segment_max_records = config.segment_max_records
+        self._segment_max_bytes = config.segment_max_bytes
+        self._output_buffer_size = config.output_buffer_size
+        self._check_txids = config.max_id_sanity_check
+        self._every_record = config.txid_check is TxidCheck.EVERY_RECORD
 
     def _recover(self) -> None:
         storage = self._storage
@@ -111,6 +117,8 @@ class LogWriter:
             metadata = recovered
         self._max_txid = metadata.max_txid
         self._end_of_stream = metadata.end_of_stream
+        # True once closed, failed or sealed: write() then takes its slow path.
+        self._blocked = self._end_of_stream
         self._work: list[_SegmentWork] = []
         self._current: _SegmentWork | None = None
 
@@ -127,6 +135,7 @@ class LogWriter:
 
     def _fail(self, exc: BaseException) -> WriteException:
         self._error = exc
+        self._blocked = True
         return WriteException(
             f"writing log {self._name!r} failed ({type(exc).__name__}: {exc}); this writer "
             "rejects every later call: open a new writer (uncommitted records are lost)"
@@ -152,52 +161,44 @@ class LogWriter:
         self._current = work
         return work
 
-    def _segment_full(self, work: _SegmentWork) -> bool:
-        return (
-            work.record_count >= self._config.segment_max_records
-            or work.payload_bytes >= self._config.segment_max_bytes
-        )
-
     # -- writing ----------------------------------------------------------------------
 
     def write(self, record: LogRecord) -> None:
         """Buffer one record. Not visible to readers, nor durable, until :meth:`commit`."""
-        self._check_usable()
-        if not isinstance(record, LogRecord):
+        # The hot path of every producer: checks are ordered so that a valid record
+        # costs a handful of comparisons; each failure takes the slow path to explain.
+        if self._blocked:
+            self._check_usable()
+            if self._end_of_stream:
+                raise EndOfStream(
+                    f"log {self._name!r} is sealed by mark_end_of_stream(); no record can be "
+                    f"written after it (txid {getattr(record, 'txid', '?')}); write to a new log"
+                )
+        if record.__class__ is not LogRecord:
             raise ConfigError(
                 f"write() takes a LogRecord, got {type(record).__name__}: {record!r:.80}; "
                 "wrap the data as LogRecord(txid, payload)"
             )
-        if self._end_of_stream:
-            raise EndOfStream(
-                f"log {self._name!r} is sealed by mark_end_of_stream(); no record can be "
-                f"written after it (txid {record.txid}); write to a new log instead"
-            )
-        txid = record.txid
-        payload = record.payload
-        if txid < 0 or txid >= MAX_TXID:
-            raise TransactionIdOutOfOrder(
-                f"txid {txid} of log {self._name!r} is out of range: txids are >= 0 and below "
-                f"{MAX_TXID} (reserved for the end-of-stream marker)",
-                txid=txid,
-            )
-        if len(payload) > MAX_PAYLOAD_SIZE:
-            raise LogRecordTooLong(
-                f"record with txid {txid} has a {len(payload)}-byte payload; the limit is "
-                f"{MAX_PAYLOAD_SIZE} bytes (1 MiB - 8 KiB including a 20-byte header): split it"
-            )
+        txid, payload = record
+        size = len(payload)
+        if txid < 0 or txid >= MAX_TXID or size > MAX_PAYLOAD_SIZE:
+            self._reject(txid, size)
         work = self._current
-        starts_segment = work is None or self._segment_full(work)
+        starts_segment = (
+            work is None
+            or work.record_count >= self._segment_max_records
+            or work.payload_bytes >= self._segment_max_bytes
+        )
         last = self._max_txid
         if (
             last is not None
             and txid < last
-            and self._config.max_id_sanity_check
-            and (starts_segment or self._config.txid_check is TxidCheck.EVERY_RECORD)
+            and self._check_txids
+            and (starts_segment or self._every_record)
         ):
             raise TransactionIdOutOfOrder(
-                f"txid {txid} written to log {self._name!r} after txid {last}: txids must not "
-                "decrease (open the log with max_id_sanity_check=False to allow it)",
+                f"txid {txid} written to log {self._name!r} after txid {last}: txids must "
+                "not decrease (open the log with max_id_sanity_check=False to allow it)",
                 txid=txid,
                 last_txid=last,
             )
@@ -206,18 +207,26 @@ class LogWriter:
                 self._transmit()
                 work.rolled = True
             work = self._start_segment()
-        assert work is not None
-        work.record_count += 1
-        work.payload_bytes += len(payload)
-        if work.first_txid is None:
-            work.first_txid = txid
-        work.last_txid = txid
+        position = work.record_count = work.record_count + 1  # type: ignore[union-attr]
+        work.payload_bytes += size  # type: ignore[union-attr]
         if last is None or txid > last:
             self._max_txid = txid
-        self._buffer.append(StoredRecord(txid, payload, 0, work.record_count))
-        self._buffer_bytes += len(payload) + 20
-        if self._buffer_bytes > self._config.output_buffer_size:
+        self._buffer.append((txid, payload, 0, position))
+        self._buffer_bytes += size + 20
+        if self._buffer_bytes > self._output_buffer_size:
             self._transmit()
+
+    def _reject(self, txid: int, size: int) -> NoReturn:
+        if txid < 0 or txid >= MAX_TXID:
+            raise TransactionIdOutOfOrder(
+                f"txid {txid} of log {self._name!r} is out of range: txids are >= 0 and below "
+                f"{MAX_TXID} (reserved for the end-of-stream marker)",
+                txid=txid,
+            )
+        raise LogRecordTooLong(
+            f"record with txid {txid} has a {size}-byte payload; the limit is "
+            f"{MAX_PAYLOAD_SIZE} bytes (1 MiB - 8 KiB including a 20-byte header): split it"
+        )
 
     def write_bulk(self, records: Iterable[LogRecord]) -> int:
         """Buffer records in order; returns how many were buffered.
@@ -253,6 +262,9 @@ class LogWriter:
         work.next_entry = entry + 1
         work.last_entry = entry
         work.last_dlsn = DLSN(work.segment, entry, len(records) - 1)
+        if work.first_txid is None:
+            work.first_txid = records[0][0]
+        work.last_txid = records[-1][0]
         self._buffer.clear()
         self._buffer_bytes = 0
 
@@ -278,7 +290,7 @@ class LogWriter:
         work = self._current or self._start_segment()
         txid = MAX_TXID if flags & FLAG_END_OF_STREAM else (self._max_txid or 0)
         entry = work.next_entry
-        records = (StoredRecord(txid, payload, flags, work.record_count),)
+        records = ((txid, payload, flags, work.record_count),)
         try:
             self._storage.append_entry(work.segment, entry, records)
         except (HarnessError, OSError) as exc:
@@ -325,7 +337,7 @@ class LogWriter:
         if self._end_of_stream:
             return
         self._transmit()
-        self._end_of_stream = True
+        self._end_of_stream = self._blocked = True
         self._append_marker(FLAG_END_OF_STREAM, _END_OF_STREAM_PAYLOAD)
         self._publish()
 
@@ -410,7 +422,7 @@ class LogWriter:
             self._release()
 
     def _release(self) -> None:
-        self._closed = True
+        self._closed = self._blocked = True
         self._buffer.clear()
         self._storage.release_writer()
         self._storage.close()

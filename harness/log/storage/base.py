@@ -233,7 +233,3 @@ class NamespaceStorage(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-def records_payload_bytes(records: Sequence[StoredRecord]) -> int:
-    return sum(len(r.payload) for r in records)

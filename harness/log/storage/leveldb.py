@@ -13,10 +13,13 @@ keys sort in log order. An entry is its records back to back in DistributedLog's
 wire format: ``metadata:int64 | txid:int64 | length:int32 | payload``, where the
 metadata holds the flags in bits 0-15 and the position in the segment in bits 16-47.
 
-Entries are written without sync when transmitted; ``commit`` writes the metadata
-in one write batch, synced when asked, which also makes every earlier write durable.
-A process crash therefore loses nothing written; a machine crash loses at most the
-unsynced suffix, and readers never see past the last commit that survived.
+Transmitted entries wait in memory and go to LevelDB in the same write batch as the
+metadata of the next commit, so entries and the visibility point change atomically
+(synced when the config asks). Nothing uncommitted is ever on disk, except when more
+than ``_SPILL_BYTES`` pile up between commits: they are then written ahead, unsynced,
+and a new writer's recovery deletes them. A process crash therefore loses exactly the
+uncommitted records; a machine crash after an unsynced commit may lose that commit too,
+and readers never see past the last commit that survived.
 """
 
 from __future__ import annotations
@@ -52,23 +55,24 @@ _ENTRY_END: Final = b"f"
 _U64: Final = struct.Struct(">Q")
 _ENTRY_KEY: Final = struct.Struct(">cQQ")
 _HEADER: Final = struct.Struct(">qqi")
-_POSITION_SHIFT: Final = 16
+_SHIFT: Final = 16  # the position's place in a record's metadata
 _FLAGS_MASK: Final = 0xFFFF
+_SPILL_BYTES: Final = 16 * 1024 * 1024
 
 
 def encode_entry(records: Sequence[StoredRecord]) -> bytes:
     """Records back to back in DistributedLog's record wire format."""
     pack = _HEADER.pack
-    parts: list[bytes] = []
+    out = bytearray()
     for txid, payload, flags, position in records:
-        parts.append(pack(flags | (position << _POSITION_SHIFT), txid, len(payload)))
-        parts.append(payload)
-    return b"".join(parts)
+        out += pack(flags | (position << _SHIFT), txid, len(payload))
+        out += payload
+    return bytes(out)
 
 
 def decode_entry(data: bytes, *, where: str) -> tuple[StoredRecord, ...]:
     """Inverse of :func:`encode_entry`; damaged bytes raise :class:`CorruptData` naming where."""
-    records = []
+    records: list[StoredRecord] = []
     offset = 0
     size = len(data)
     unpack = _HEADER.unpack_from
@@ -87,12 +91,7 @@ def decode_entry(data: bytes, *, where: str) -> tuple[StoredRecord, ...]:
                 f"{size - offset} remain; the log is damaged: restore it or delete the log"
             )
         records.append(
-            StoredRecord(
-                txid,
-                data[offset : offset + length],
-                metadata & _FLAGS_MASK,
-                metadata >> _POSITION_SHIFT,
-            )
+            (txid, data[offset : offset + length], metadata & _FLAGS_MASK, metadata >> _SHIFT)
         )
         offset += length
     return tuple(records)
@@ -116,6 +115,8 @@ class _SharedLog:
         self.references = 0
         self.deleted = False
         self.writer_file: IO[bytes] | None = None
+        self.pending: list[tuple[bytes, bytes]] = []
+        self.pending_bytes = 0
         self.metadata = self._load_metadata()
 
     def _load_metadata(self) -> LogMetadata:
@@ -168,12 +169,26 @@ class LevelDBLogStorage:
         )
 
     def append_entry(self, segment: int, entry: int, records: tuple[StoredRecord, ...]) -> None:
-        self._db().put(_entry_key(segment, entry), encode_entry(records), sync=False)
+        db = self._db()
+        shared = self._shared
+        value = encode_entry(records)
+        shared.pending.append((_entry_key(segment, entry), value))
+        shared.pending_bytes += len(value)
+        if shared.pending_bytes > _SPILL_BYTES:
+            self._write_pending(db.write_batch(sync=False)).write()
+
+    def _write_pending(self, batch: Any) -> Any:
+        shared = self._shared
+        for key, value in shared.pending:
+            batch.put(key, value)
+        shared.pending.clear()
+        shared.pending_bytes = 0
+        return batch
 
     def commit(self, metadata: LogMetadata, *, changed: Sequence[int], sync: bool) -> None:
         db = self._db()
         by_number = {s.segment: s for s in metadata.segments}
-        with db.write_batch(sync=sync) as batch:
+        with self._write_pending(db.write_batch(sync=sync)) as batch:
             for number in changed:
                 segment = by_number.get(number)
                 if segment is not None:
@@ -193,6 +208,8 @@ class LevelDBLogStorage:
 
     def discard_uncommitted(self) -> None:
         db = self._db()
+        self._shared.pending.clear()
+        self._shared.pending_bytes = 0
         committed = self._shared.metadata.committed
         start = _ENTRY_PREFIX if committed is None else _entry_key(committed[0], committed[1] + 1)
         with db.write_batch(sync=True) as batch:
@@ -226,6 +243,8 @@ class LevelDBLogStorage:
         shared.writer_file = handle
 
     def release_writer(self) -> None:
+        self._shared.pending.clear()  # a writer that goes away uncommitted loses its entries
+        self._shared.pending_bytes = 0
         handle = self._shared.writer_file
         if handle is not None:
             self._shared.writer_file = None
