@@ -63,22 +63,32 @@ class DLException(HarnessError):
 
 
 class AlreadyClosed(DLException):
+    """The namespace, manager, writer, reader or store was closed; open a new one."""
+
     code = 502
 
 
 class AlreadyTruncatedTransaction(DLException):
+    """A reader was positioned inside data that truncation removed."""
+
     code = 511
 
 
 class EndOfStream(DLException):
+    """The log is sealed by ``mark_end_of_stream``: no writes after it, reads stop at it."""
+
     code = 512
 
 
 class InvalidStreamName(DLException, ValueError):
+    """A log name DistributedLog would reject (the message says why)."""
+
     code = 602
 
 
 class LockingException(DLException):
+    """A lock could not be taken (base of the ownership and LevelDB lock errors)."""
+
     code = 504
 
 
@@ -93,22 +103,32 @@ class StoreLocked(LockingException):
 
 
 class LogEmpty(DLException):
+    """The log exists but holds no committed record."""
+
     code = 509
 
 
 class LogExists(DLException):
+    """The log already exists (kept for DistributedLog parity; create_log is idempotent)."""
+
     code = 522
 
 
 class LogNotFound(DLException):
+    """The log does not exist (or was deleted)."""
+
     code = 510
 
 
 class LogReadException(DLException):
+    """A reader failed for a reason other than corruption (e.g. the log was deleted)."""
+
     code = 1001
 
 
 class LogRecordTooLong(DLException, ValueError):
+    """A payload above the 1,040,364-byte limit."""
+
     code = 413
 
 
@@ -128,8 +148,12 @@ class TransactionIdOutOfOrder(DLException):
 
 
 class WriteException(DLException):
+    """A writer failed, or was failed earlier (writer errors are sticky)."""
+
     code = 514
 
 
 class WriteCancelled(DLException):
+    """A buffered write was cancelled because an earlier one failed."""
+
     code = 516
