@@ -43,8 +43,8 @@ STATE_KEY_PREFIX: Final = b"\x00state\x00"
 
 # The first byte a reader key can start with: everything from b"\x01" on is a reader id.
 _FIRST_READER_KEY: Final = b"\x01"
-# Reader ids seen by put()/get(), mapped to their key bytes; bounded so that a process that
-# invents ids forever does not grow without limit.
+# Reader ids and state keys already seen, mapped to their key bytes; bounded so that a process
+# that invents ids forever does not grow without limit.
 _KEY_CACHE_LIMIT: Final = 4096
 _SHOWN_BYTES: Final = 64
 # DLSN as a plain `type`: annotations are not enforced at run time, so put() checks the class
@@ -75,9 +75,9 @@ class LevelDBOffsetStore:
     crash may lose a suffix of the latest writes; with ``sync=True`` every write is fsynced and
     survives a machine crash, at the cost of a disk flush per write.
 
-    Stored bytes that do not decode raise :class:`~harness.errors.CorruptData` naming the
-    directory, the reader id or state key and the bytes. The store can be shared between
-    threads (plyvel serialises access to the database).
+    A stored offset that is not a serialized DLSN, or a reader key that is not UTF-8, raises
+    :class:`~harness.errors.CorruptData` naming the directory, the reader id or key and the
+    bytes. The store can be shared between threads (LevelDB is safe for concurrent use).
     """
 
     __slots__ = ("_db", "_db_put", "_keys", "_path", "_state_keys", "_sync")
