@@ -37,25 +37,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (0 ok, 1 check failed, 2 usage error)."""
     parser = _parser()
     args = parser.parse_args(argv)
-    command = args.command or "demo"
-    try:
-        if command == "demo":
-            from harness.demo import run_demo
+    # Subcommands arrive with later issues; until then "demo" is the only (and default) one.
+    records = getattr(args, "records", 1000)
+    if records < 1:
+        parser.error(f"--records must be >= 1, got {records}")
+    from harness.demo import run_demo
 
-            records = getattr(args, "records", 1000)
-            if records < 1:
-                parser.error(f"--records must be >= 1, got {records}")
-            commit_every = max(1, min(100, records // 4))
-            result = run_demo(
-                getattr(args, "dir", None),
-                records=records,
-                records_per_segment=max(1, records // 4),
-                commit_every=commit_every,
-                crash_after=max(1, (records * 13) // 20),
-            )
-            return 0 if result.ok else 1
+    try:
+        result = run_demo(
+            getattr(args, "dir", None),
+            records=records,
+            records_per_segment=max(1, records // 4),
+            commit_every=max(1, min(100, records // 4)),
+            crash_after=max(1, (records * 13) // 20),
+        )
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    parser.error(f"unknown command {command!r}")
-    return 2  # pragma: no cover - parser.error exits
+    return 0 if result.ok else 1

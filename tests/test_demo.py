@@ -56,3 +56,14 @@ def test_python_dash_m_harness_is_the_first_readme_command(tmp_path: Path) -> No
     assert result.returncode == 0, result.stderr
     assert "at-least-once HELD: 200 of 200 records processed, 0 lost" in result.stdout
     assert result.stderr == ""
+
+
+def test_cli_answers_an_unusable_directory_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    assert main(["demo", "--dir", str(blocker)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot use '{blocker}/namespace' as a namespace directory")
+    assert "Not a directory" in err and err.count("\n") == 1

@@ -274,10 +274,16 @@ class LevelDBNamespaceStorage:
                 f"namespace path {str(self.root)!r} exists and is not a directory; "
                 "pass a directory (it is created if missing)"
             )
-        (self.root / "logs").mkdir(parents=True, exist_ok=True)
-        marker = self.root / "NAMESPACE"
-        if not marker.exists():
-            marker.write_text('{"format": 1}\n')
+        try:
+            (self.root / "logs").mkdir(parents=True, exist_ok=True)
+            marker = self.root / "NAMESPACE"
+            if not marker.exists():
+                marker.write_text('{"format": 1}\n')
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot use {str(self.root)!r} as a namespace directory: {exc.strerror} "
+                f"({exc.filename}); pass a writable directory path"
+            ) from None
 
     def _directory(self, name: str) -> Path:
         # Percent-quoting with no safe characters maps every valid name to one path
