@@ -1,13 +1,29 @@
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from harness.log import LogConfig, Namespace, leveldb_uri, open_namespace
 from harness.log.storage.memory import forget_memory_namespaces
+
+# The suite is deterministic: Hypothesis derives its examples from each test's name, so
+# a failure in CI is the same failure on a laptop. HYPOTHESIS_PROFILE=explore draws new
+# random examples instead (and keeps them in the example database) to hunt for bugs.
+settings.register_profile(
+    "default",
+    derandomize=True,
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("explore", deadline=None, max_examples=1000, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture(params=["memory", "leveldb"])

@@ -9,6 +9,7 @@ from typing import final
 from harness.errors import (
     AlreadyClosed,
     ConfigError,
+    EndOfStream,
     LogEmpty,
     LogNotFound,
     OwnershipAcquireFailed,
@@ -128,7 +129,10 @@ class LogManager:
     def get_first_log_record(self) -> LogRecordWithDLSN:
         """The first committed user record still readable; :class:`LogEmpty` if none."""
         with self.open_reader(DLSN.INITIAL) as reader:
-            record = reader.read_next()
+            try:
+                record = reader.read_next()
+            except EndOfStream:
+                record = None  # sealed before any record was written
         if record is None:
             raise LogEmpty(f"log {self.name!r} has no committed records")
         return record

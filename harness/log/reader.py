@@ -128,6 +128,10 @@ class LogReader:
             start = self._dlsn_of_txid(storage, metadata)
         segments = metadata.segments
         live = [s for s in segments if s.truncation is not Truncation.TRUNCATED]
+        if segments and not live:
+            # Everything is truncated (the last completed segment's data is kept, as the
+            # purge keeps it, but it is not readable): start after it.
+            start = max(start, segments[-1].segment_end())
         if live:
             head = live[0]
             head_start = DLSN(head.segment, 0, 0)
@@ -148,13 +152,18 @@ class LogReader:
                     raise AlreadyTruncatedTransaction(
                         f"position {start} of log {self._name!r} is in truncated segment "
                         f"{segment.segment}, after live data; open the reader at or after "
-                        f"{DLSN(segment.segment + 1, 0, 0)}"
+                        f"{segment.segment_end()}"
                     )
         self._start = start
         self._cursor = (start.segment, start.entry)
 
     def _dlsn_of_txid(self, storage: LogStorage, metadata: LogMetadata) -> DLSN:
-        """The DLSN of the first committed user record with txid >= the start txid."""
+        """The DLSN of the first committed user record with txid >= the start txid.
+
+        Past the last txid, DistributedLog positions the reader just after the last user
+        record, so that it reads on into whatever follows (an end-of-stream marker, or
+        records committed later, the smaller txids of which are dropped).
+        """
         target = self._from_txid
         assert target is not None
         committed = metadata.committed
@@ -169,8 +178,10 @@ class LogReader:
                 for slot, record in enumerate(records):
                     if not record[2] and record[0] >= target:
                         return DLSN(segment.segment, entry, slot)
-        # Nothing yet: wait at the end; records with smaller txids are dropped as they come.
-        return DLSN(committed[0], committed[1] + 1, 0)
+        for segment in reversed(metadata.segments):
+            if segment.last_dlsn is not None:
+                return segment.last_dlsn.next()
+        return DLSN.INITIAL
 
     @staticmethod
     def _last_entry(segment: SegmentMetadata, committed: tuple[int, int]) -> int:

@@ -66,6 +66,10 @@ class SegmentMetadata:
     truncation: Truncation = Truncation.ACTIVE
     min_active_dlsn: DLSN | None = None
 
+    def segment_end(self) -> DLSN:
+        """The first DLSN after this segment: the start of the next one."""
+        return DLSN(self.segment + 1, 0, 0)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "segment": self.segment,
