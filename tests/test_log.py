@@ -521,3 +521,13 @@ def test_every_log_error_is_a_harness_error() -> None:
 
     for name in errors.__all__:
         assert issubclass(getattr(errors, name), HarnessError), name
+
+
+def test_write_bulk_rejecting_its_first_record_says_none_was_buffered(
+    namespace: Namespace,
+) -> None:
+    with (
+        namespace.open_log("a").open_writer() as writer,
+        pytest.raises(TransactionIdOutOfOrder, match=r"no record was buffered; record 0"),
+    ):
+        writer.write_bulk([LogRecord(-1, b"")])

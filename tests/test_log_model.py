@@ -1,7 +1,14 @@
 """Model-based test of the reference log (``harness.log``) on both storage backends.
 
-A Hypothesis state machine drives one log through random sequences of namespace, writer
-and reader calls and checks every answer against a plain-Python model:
+A Hypothesis state machine drives one log through random sequences of: create log, open
+writer (a second one, and delete_log, must fail), write (sometimes a negative or decreasing
+txid, which must fail), write_bulk (sometimes failing part-way), bursts of writes, flush,
+commit, truncate (at a committed record, just after one, past the end, or at
+DLSN.INVALID), mark_end_of_stream, abort the writer (a crash), close it, open readers (at
+DLSN.INITIAL, a committed record's DLSN or the one after it, a txid, or odd DLSNs),
+read_next / read_bulk / iteration / close, and close-and-reopen the namespace (on LevelDB
+the database really is closed and reopened). Every answer is checked against a
+plain-Python model:
 
 * the committed records (txid, payload, predicted DLSN and sequence id), the writer's
   buffered and transmitted-but-uncommitted records, and the committed segment table;
@@ -15,7 +22,11 @@ and reader calls and checks every answer against a plain-Python model:
 Readers are lazy, as in DistributedLog: they position themselves on their first read
 once the log has a commit, so the model positions them then too. A reader opened before
 a truncation may skip the records of segments that the truncation purged (their data is
-gone), and only those.
+gone), and only those. A reader positioned past the end-of-stream marker (at a DLSN past
+it, or because truncation hid every segment of a sealed log) never meets it.
+
+Writer rules open a writer (with recovery) when none is open. Examples start with some
+history and a few readers (see ``setup``), so that most steps act on a non-trivial log.
 
 Environment: ``HARNESS_MODEL_EXAMPLES`` (default 60) sets ``max_examples`` per backend;
 ``HARNESS_MODEL_RANDOM=1`` explores with a fresh random seed (honouring
@@ -648,8 +659,9 @@ class LogMachine(RuleBasedStateMachine):
         with pytest.raises(expected) as info:
             w.writer.write_bulk(records)
         assert type(info.value) is expected
+        buffered = f"records 0..{failing - 1} were" if failing else "no record was"
         assert (
-            f"[write_bulk: records 0..{failing - 1} were buffered; record {failing} was "
+            f"[write_bulk: {buffered} buffered; record {failing} was "
             "rejected and the rest cancelled]"
         ) in str(info.value)
         for record in records[:failing]:
@@ -751,7 +763,7 @@ class LogMachine(RuleBasedStateMachine):
             dlsn = committed[index % len(committed)].dlsn
             start = dlsn.next() if kind == "after-record" else dlsn
         elif kind == "txid":
-            txids = [r.txid for r in committed] + [self.model.max_txid or 0]
+            txids = [r.txid for r in committed] or [0]  # offset +1 on the last: past the end
             start, from_txid = None, max(0, txids[index % len(txids)] + offset)
         elif kind == "special":
             last = max(self.model.segs, default=1)
@@ -762,7 +774,11 @@ class LogMachine(RuleBasedStateMachine):
                 DLSN(last + 1, 0, 0),
             ]
             start = specials[index % len(specials)]
-        reader = self.manager.open_reader(start if from_txid is None else from_txid)
+        if start is not None:
+            reader = self.manager.open_reader(start)
+        else:
+            assert from_txid is not None
+            reader = self.manager.open_reader(from_txid)
         self.readers.append(ReaderModel(reader, start, from_txid))
 
     def _check_read(self, rm: ReaderModel, got: LogRecordWithDLSN | None) -> None:

@@ -7,7 +7,13 @@ from types import TracebackType
 from typing import Any, Final, final
 from urllib.parse import unquote
 
-from harness.errors import AlreadyClosed, LogNotFound, UnsupportedURI
+from harness.errors import (
+    AlreadyClosed,
+    LogNotFound,
+    OwnershipAcquireFailed,
+    StoreLocked,
+    UnsupportedURI,
+)
 from harness.log.config import LogConfig
 from harness.log.manager import LogManager
 from harness.log.names import validate_log_name
@@ -101,7 +107,12 @@ class Namespace:
         normalized = validate_log_name(name)
         if not self._storage.exists(normalized):
             raise LogNotFound(f"log {normalized!r} does not exist in {self.uri}")
-        storage = self._storage.open(normalized)
+        try:
+            storage = self._storage.open(normalized)
+        except StoreLocked as exc:
+            # On LevelDB another process holding the log holds its database: refuse the
+            # deletion the way a held writer lock refuses it.
+            raise OwnershipAcquireFailed(f"cannot delete log {normalized!r}: {exc}") from None
         try:
             storage.acquire_writer()
             storage.release_writer()

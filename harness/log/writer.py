@@ -239,9 +239,10 @@ class LogWriter:
             try:
                 self.write(record)
             except DLException as exc:
+                buffered = f"records 0..{written - 1} were" if written else "no record was"
                 exc.args = (
-                    f"{exc.args[0] if exc.args else exc} [write_bulk: records 0..{written - 1} "
-                    f"were buffered; record {written} was rejected and the rest cancelled]",
+                    f"{exc.args[0] if exc.args else exc} [write_bulk: {buffered} buffered; "
+                    f"record {written} was rejected and the rest cancelled]",
                 )
                 raise
             written += 1
