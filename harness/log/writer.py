@@ -255,13 +255,7 @@ class LogWriter:
         work = self._current
         assert work is not None
         records = tuple(self._buffer)
-        entry = work.next_entry
-        try:
-            self._storage.append_entry(work.segment, entry, records)
-        except (HarnessError, OSError) as exc:
-            raise self._fail(exc) from exc
-        work.next_entry = entry + 1
-        work.last_entry = entry
+        entry = self._append(work, records)
         work.last_dlsn = DLSN(work.segment, entry, len(records) - 1)
         if work.first_txid is None:
             work.first_txid = records[0][0]
@@ -290,23 +284,26 @@ class LogWriter:
     def _append_marker(self, flags: int, payload: bytes) -> None:
         work = self._current or self._start_segment()
         txid = MAX_TXID if flags & FLAG_END_OF_STREAM else (self._max_txid or 0)
+        self._append(work, ((txid, payload, flags, work.record_count),))
+
+    def _append(self, work: _SegmentWork, records: tuple[StoredRecord, ...]) -> int:
+        """Store ``records`` as the segment's next entry; returns its entry id."""
         entry = work.next_entry
-        records = ((txid, payload, flags, work.record_count),)
         try:
             self._storage.append_entry(work.segment, entry, records)
         except (HarnessError, OSError) as exc:
             raise self._fail(exc) from exc
         work.next_entry = entry + 1
         work.last_entry = entry
+        return entry
 
     def _publish(self, *, complete_current: bool = False) -> None:
         storage = self._storage
         metadata = storage.metadata
-        previous = {s.segment: s for s in metadata.segments}
         current = self._current
         if complete_current and current is not None:
             current.rolled = True
-        updated = {w.segment: w.to_metadata(previous.get(w.segment)) for w in self._work}
+        updated = {w.segment: w.to_metadata(metadata.segment(w.segment)) for w in self._work}
         segments = tuple(s for s in metadata.segments if s.segment not in updated) + tuple(
             updated[w.segment] for w in self._work
         )

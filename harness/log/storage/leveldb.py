@@ -119,6 +119,11 @@ class _SharedLog:
         self.pending_bytes = 0
         self.metadata = self._load_metadata()
 
+    def drop_pending(self) -> None:
+        """Forget the transmitted entries not yet written with a commit."""
+        self.pending.clear()
+        self.pending_bytes = 0
+
     def _load_metadata(self) -> LogMetadata:
         raw = self.db.get(_META_KEY)
         where = f"LevelDB log {self.name!r} at {str(self.directory)!r}"
@@ -181,16 +186,14 @@ class LevelDBLogStorage:
         shared = self._shared
         for key, value in shared.pending:
             batch.put(key, value)
-        shared.pending.clear()
-        shared.pending_bytes = 0
+        shared.drop_pending()
         return batch
 
     def commit(self, metadata: LogMetadata, *, changed: Sequence[int], sync: bool) -> None:
         db = self._db()
-        by_number = {s.segment: s for s in metadata.segments}
         with self._write_pending(db.write_batch(sync=sync)) as batch:
             for number in changed:
-                segment = by_number.get(number)
+                segment = metadata.segment(number)
                 if segment is not None:
                     batch.put(_segment_key(number), json.dumps(segment.to_json()).encode())
             batch.put(_META_KEY, json.dumps(metadata.log_json()).encode())
@@ -208,8 +211,7 @@ class LevelDBLogStorage:
 
     def discard_uncommitted(self) -> None:
         db = self._db()
-        self._shared.pending.clear()
-        self._shared.pending_bytes = 0
+        self._shared.drop_pending()
         committed = self._shared.metadata.committed
         start = _ENTRY_PREFIX if committed is None else _entry_key(committed[0], committed[1] + 1)
         with db.write_batch(sync=True) as batch:
@@ -243,8 +245,7 @@ class LevelDBLogStorage:
         shared.writer_file = handle
 
     def release_writer(self) -> None:
-        self._shared.pending.clear()  # a writer that goes away uncommitted loses its entries
-        self._shared.pending_bytes = 0
+        self._shared.drop_pending()  # a writer that goes away uncommitted loses its entries
         handle = self._shared.writer_file
         if handle is not None:
             self._shared.writer_file = None
