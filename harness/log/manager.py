@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import TracebackType
 from typing import final
 
+from harness._closing import Closing
 from harness.errors import (
     AlreadyClosed,
     ConfigError,
@@ -32,7 +32,7 @@ __all__ = ["LogManager"]
 
 
 @final
-class LogManager:
+class LogManager(Closing):
     """Opens the writer and readers of one log and answers questions about it.
 
     Opening a manager does not create the log: the first writer does (unless
@@ -139,17 +139,6 @@ class LogManager:
 
     def close(self) -> None:
         self._closed = True
-
-    def __enter__(self) -> LogManager:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<LogManager {self.name!r}>"

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from types import TracebackType
 from typing import Any, Final, final
 from urllib.parse import unquote
 
+from harness._closing import Closing
 from harness.errors import (
     AlreadyClosed,
     LogNotFound,
@@ -71,7 +71,7 @@ def leveldb_uri(path: str | os.PathLike[str]) -> str:
 
 
 @final
-class Namespace:
+class Namespace(Closing):
     """The logs under one URI; see :func:`open_namespace`."""
 
     def __init__(self, uri: str, *, config: LogConfig | None = None) -> None:
@@ -133,17 +133,6 @@ class Namespace:
         """Close the namespace; every later call raises AlreadyClosed."""
         self._closed = True
         self._storage.close()
-
-    def __enter__(self) -> Namespace:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<Namespace {self.uri!r}>"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterator
-from types import TracebackType
 from typing import Final, final
 
+from harness._closing import Closing
 from harness.errors import (
     AlreadyClosed,
     AlreadyTruncatedTransaction,
@@ -25,7 +25,7 @@ _ENTRIES_PER_FETCH: Final = 64
 
 
 @final
-class LogReader:
+class LogReader(Closing):
     """Reads the committed records of one log in order, from a start position.
 
     A reader opened at a DLSN returns the records whose DLSN is >= it; one opened at a
@@ -264,17 +264,6 @@ class LogReader:
             self._ready.clear()
             if self._storage is not None:
                 self._storage.close()
-
-    def __enter__(self) -> LogReader:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<LogReader log={self._name!r} position={self._last}>"
