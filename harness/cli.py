@@ -30,13 +30,49 @@ def _parser() -> argparse.ArgumentParser:
         help="keep the LevelDB files in this directory (default: a temporary one, removed)",
     )
     demo.add_argument("--records", type=int, default=1000, help="records to write (1000)")
+    replay = commands.add_parser(
+        "replay",
+        help="run a saved failing schedule again and print its verdict",
+        description=(
+            "Replay a schedule saved by a failing exploration (.harness/failures/*.json), "
+            "without Hypothesis. Exit code: 0 VALID, 1 INVALID, 2 UNKNOWN or usage error."
+        ),
+    )
+    replay.add_argument("file", type=Path, help="the replay file printed by the failure")
+    replay.add_argument(
+        "--history", type=Path, default=None, help="also write the history (.jsonl or .parquet)"
+    )
     return parser
+
+
+def _replay(file: Path, history_path: Path | None) -> int:
+    from harness.check import Status
+    from harness.explore import Replay, replay
+
+    spec = Replay.load(file)
+    history, verdict = replay(spec)
+    if history_path is not None:
+        from harness.history.io import write_history
+
+        write_history(history, history_path)
+    print(f"{spec.guarantee.value} for {spec.processor} ({spec.backend} backend): "
+          f"{verdict.status.name}")
+    print(verdict.summary())
+    print(f"schedule ({len(spec.schedule)} steps):")
+    print(spec.schedule.describe())
+    return {Status.VALID: 0, Status.INVALID: 1}.get(verdict.status, 2)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (0 ok, 1 check failed, 2 usage error)."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "replay":
+        try:
+            return _replay(args.file, args.history)
+        except HarnessError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     # Subcommands arrive with later issues; until then "demo" is the only (and default) one.
     records = getattr(args, "records", 1000)
     if records < 1:

@@ -15,6 +15,7 @@ __all__ = [
     "CorruptData",
     "DLException",
     "EndOfStream",
+    "Fenced",
     "HarnessError",
     "InvalidDLSN",
     "InvalidStreamName",
@@ -24,6 +25,7 @@ __all__ = [
     "LogNotFound",
     "LogReadException",
     "LogRecordTooLong",
+    "MissingDependency",
     "OwnershipAcquireFailed",
     "StoreLocked",
     "TransactionIdOutOfOrder",
@@ -102,6 +104,10 @@ class StoreLocked(LockingException):
     """A LevelDB directory is held open by another process (LevelDB allows one process)."""
 
 
+class Fenced(LockingException):
+    """A write by an instance that lost its ownership: a zombie after a takeover."""
+
+
 class LogEmpty(DLException):
     """The log exists but holds no committed record."""
 
@@ -157,3 +163,7 @@ class WriteCancelled(DLException):
     """A buffered write was cancelled because an earlier one failed."""
 
     code = 516
+
+
+class MissingDependency(HarnessError, ImportError):
+    """An optional package a feature needs is not installed; the message names the pip command."""

@@ -1,0 +1,595 @@
+"""The local checker: a history and a delivery guarantee in, a :class:`Verdict` out.
+
+Pure Python over dicts and sets, a few linear passes (plus sorting where witnesses and
+partitions need it), no I/O. The Spark checker implements the same rules and must return the
+same verdict for the same history; these rules are the contract between them.
+
+**Truth.** The acknowledged records are the records with an ``ack`` event; their key, value,
+partition and offset come from their ``append`` event. A record whose ``append`` has
+``detail == "poison"`` is expected to have no effect: it is exempt from ``lost`` and from the
+table aggregates.
+
+**Effects.** An output is an ``observe`` event of a log sink; its effect is
+``(record_id, part)``. The expected effects of an acknowledged non-poison record ``r`` are
+``(r, 0)``, ``(r, p)`` for every ``emit`` of ``r`` with part ``p``, and ``(r, 0)`` ...
+``(r, n - 1)`` for every ``emit`` of ``r`` declaring ``parts == n`` (whatever its sink). When
+the history declares no log sink at all, ``lost``, ``duplicate``, ``unexpected`` (and so the
+lost-record half of ``offset-ahead``) are not assessed.
+
+**Anomalies**, and what one occurrence (counted in :attr:`Anomaly.count`) is:
+
+``lost``
+    One expected effect of an acknowledged non-poison record that no log sink shows, in a
+    *settled* run (it drained and its ``end`` detail is ``complete``); in an unsettled run a
+    missing effect may only be late, so it is not judged (nor is an under-count below).
+    Witness: the record, its first ``ack`` and its last ``read`` and ``emit`` events.
+``duplicate``
+    One extra copy: an effect of an acknowledged record observed ``n > 1`` times (across all
+    log sinks) counts ``n - 1``. Witness (one per effect): the record, the ``observe`` events
+    and the ``emit`` events of those outputs.
+``unexpected``
+    One ``observe`` of an output whose ``record_id`` is null or not an acknowledged record
+    (appended but never acknowledged counts: its write failed).
+``aborted-read``
+    One ``observe`` of an output that was emitted in a transaction that has a ``txn-abort``.
+``count-mismatch``
+    One key of a table sink whose spec aggregates ``count`` or ``sum``: expected is the count
+    of (or sum of ``value`` over) the acknowledged non-poison records with that key, observed
+    the value of the last ``observe`` of that key in that sink (missing: 0); the keys are
+    both sets' union. Under at-least-once an observed value above the expected one is
+    tolerated. Witness: the key in the detail, the key's acknowledged records (the first
+    :data:`MAX_WITNESSES` ids), the ``observe``.
+``nonmonotonic``
+    Log sinks with ``ordered=True`` only. Per sink and source partition, the outputs in
+    ``observe`` order, each effect's first occurrence only: every adjacent pair whose source
+    offsets (from the records' ``append``) decrease is one occurrence. Witness: both records
+    and both ``observe`` events.
+``skip``
+    Per process and partition, over ``read`` events not marked ``redelivered`` (redeliveries
+    are ignored here): a read at an offset more than 1 above the previous one; and the first
+    read after a ``fetch`` of that partition by that process that returned ``c``, when the
+    read offset is above ``c`` (above ``max(0, t)`` when ``c`` is null, ``t`` the last
+    ``truncate`` offset of the partition so far, 0 if none); such a read is compared with the
+    fetch, not with the previous read. Witness: the two events and the skipped records (the
+    first :data:`MAX_WITNESSES` appended ones in the skipped range).
+``offset-ahead``
+    (a) A ``commit`` of offset ``c`` for partition ``p`` with ``c > h + 1``, ``h`` the highest
+    offset of ``p`` read by any process before it (``c > 0`` when nothing was read yet).
+    Witness: the commit, the read of ``h`` if any, the unread records claimed done.
+    (b) For each record with a ``lost`` effect, the first ``commit`` of its partition with an
+    offset above the record's: the offset moved past a record whose effect never became
+    visible. Witness: the commit and the record.
+``offset-regression``
+    The stored offset per partition is set by each ``commit`` and by each ``rollback`` (null:
+    none). A ``commit`` below the stored offset is one occurrence. Witness: the commit and the
+    event that had set the stored offset.
+
+**Verdict.** ``duplicate`` and ``offset-regression`` break exactly-once and are tolerated
+(listed in :attr:`Verdict.tolerated`) under at-least-once; every other anomaly breaks both
+guarantees (count-mismatch as above). The status is INVALID when any anomaly breaks the
+guarantee (``reasons`` is then empty). Otherwise it is UNKNOWN when the history fails
+:func:`~harness.check.validate.validate` (then nothing is checked: the reasons are its
+problems and there are no anomalies), when the ``end`` detail is not ``complete`` (the reason
+is that detail) or when there is no ``drain`` event; otherwise VALID.
+
+**Stats**: ``events``, ``appended`` and ``acknowledged`` records, ``observed_outputs``
+(``observe`` events of log sinks), ``expected_effects`` (0 without a log sink), ``duplicates``
+(extra copies) and ``lost`` (missing effects), whatever the guarantee; when the history fails
+validation, every stat but ``events`` is 0.
+
+**Witnesses** are chosen by :attr:`Witness.sort_key` (earliest events first, then smallest
+record ids), at most :data:`MAX_WITNESSES` per anomaly, so a history always gets the same ones.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from harness.check.validate import validate
+from harness.check.verdict import (
+    MAX_WITNESSES,
+    Anomaly,
+    AnomalyKind,
+    Guarantee,
+    Status,
+    Verdict,
+    Witness,
+)
+from harness.errors import ConfigError
+from harness.history.events import Aggregate, Event, EventKind, History, SinkKind
+
+__all__ = ["NO_DRAIN_REASON", "POISON", "REDELIVERED", "check"]
+
+POISON: Final = "poison"
+"""``append`` detail of a record that is expected to have no effect."""
+REDELIVERED: Final = "redelivered"
+"""``read`` detail of a duplicate delivery injected by the schedule."""
+COMPLETE: Final = "complete"
+NO_DRAIN_REASON: Final = "the run has no drain phase, so 'eventually delivered' cannot be judged"
+
+_FAILS_ONLY_EXACTLY_ONCE: Final = frozenset({AnomalyKind.DUPLICATE, AnomalyKind.OFFSET_REGRESSION})
+
+_K = EventKind
+
+
+def check(history: History, guarantee: Guarantee) -> Verdict:
+    """Judge ``history`` against ``guarantee`` by the rules of this module's docstring.
+
+    Never raises for a bad history (it is UNKNOWN, with :func:`validate`'s problems as
+    reasons); raises :class:`~harness.errors.ConfigError` when ``guarantee`` is not a
+    :class:`Guarantee`.
+    """
+    if not isinstance(guarantee, Guarantee):
+        raise ConfigError(
+            f"guarantee must be a Guarantee (Guarantee.AT_LEAST_ONCE or "
+            f"Guarantee.EXACTLY_ONCE), got {guarantee!r}"
+        )
+    problems = validate(history)
+    if problems:
+        events = getattr(history, "events", None)
+        return Verdict(
+            status=Status.UNKNOWN,
+            guarantee=guarantee,
+            reasons=tuple(problems),
+            stats=_stats(events=len(events) if isinstance(events, Sequence) else 0),
+        )
+
+    facts = _Facts(history)
+    # Missing effects are only a loss once the processor was given every chance to catch
+    # up; in a run that did not drain to completion they are merely not there *yet*.
+    settled = facts.drained and history.events[-1].detail == COMPLETE
+    found: dict[AnomalyKind, _Occurrences] = defaultdict(_Occurrences)
+    tolerated_counts = _Occurrences()
+    lost_records: dict[str, Event] = {}
+    expected_effects = 0
+    if facts.has_log_sink:
+        expected_effects = _check_effects(facts, found, lost_records, settled)
+    _check_aggregates(
+        facts, guarantee, found[AnomalyKind.COUNT_MISMATCH], tolerated_counts, settled
+    )
+    _check_order(facts, found[AnomalyKind.NONMONOTONIC])
+    _check_skips(facts, found[AnomalyKind.SKIP])
+    _check_offsets(
+        facts, lost_records, found[AnomalyKind.OFFSET_AHEAD], found[AnomalyKind.OFFSET_REGRESSION]
+    )
+
+    failing: list[Anomaly] = []
+    tolerated: list[Anomaly] = []
+    for kind in AnomalyKind:
+        occurrences = found.get(kind)
+        if occurrences is not None and occurrences.count:
+            allowed = guarantee is Guarantee.AT_LEAST_ONCE and kind in _FAILS_ONLY_EXACTLY_ONCE
+            (tolerated if allowed else failing).append(occurrences.anomaly(kind))
+        if kind is AnomalyKind.COUNT_MISMATCH and tolerated_counts.count:
+            tolerated.append(tolerated_counts.anomaly(kind))
+
+    reasons: list[str] = []
+    if not failing:
+        end = history.events[-1]
+        if end.detail != COMPLETE:
+            reasons.append(str(end.detail))
+        if not facts.drained:
+            reasons.append(NO_DRAIN_REASON)
+    if failing:
+        status = Status.INVALID
+    elif reasons:
+        status = Status.UNKNOWN
+    else:
+        status = Status.VALID
+    return Verdict(
+        status=status,
+        guarantee=guarantee,
+        anomalies=tuple(failing),
+        tolerated=tuple(tolerated),
+        reasons=tuple(reasons),
+        stats=_stats(
+            events=len(history.events),
+            appended=len(facts.appends),
+            acknowledged=len(facts.acks),
+            observed_outputs=len(facts.log_observes),
+            expected_effects=expected_effects,
+            duplicates=found[AnomalyKind.DUPLICATE].count,
+            lost=found[AnomalyKind.LOST].count,
+        ),
+    )
+
+
+def _stats(
+    *,
+    events: int,
+    appended: int = 0,
+    acknowledged: int = 0,
+    observed_outputs: int = 0,
+    expected_effects: int = 0,
+    duplicates: int = 0,
+    lost: int = 0,
+) -> dict[str, int]:
+    return {
+        "events": events,
+        "appended": appended,
+        "acknowledged": acknowledged,
+        "observed_outputs": observed_outputs,
+        "expected_effects": expected_effects,
+        "duplicates": duplicates,
+        "lost": lost,
+    }
+
+
+class _Occurrences:
+    """Counts occurrences exactly and keeps the first :data:`MAX_WITNESSES` witnesses."""
+
+    __slots__ = ("_witnesses", "count")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._witnesses: list[Witness] = []
+
+    def add(self, witness: Witness, *, weight: int = 1) -> None:
+        self.count += weight
+        self._witnesses.append(witness)
+        if len(self._witnesses) > 8 * MAX_WITNESSES:
+            self._witnesses = self._best()
+
+    def _best(self) -> list[Witness]:
+        return sorted(self._witnesses, key=lambda witness: witness.sort_key)[:MAX_WITNESSES]
+
+    def anomaly(self, kind: AnomalyKind) -> Anomaly:
+        return Anomaly(kind=kind, count=self.count, witnesses=tuple(self._best()))
+
+
+def _witness(records: Iterable[str], events: Iterable[int], detail: str) -> Witness:
+    return Witness(record_ids=tuple(records), events=tuple(sorted(set(events))), detail=detail)
+
+
+@dataclass(slots=True)
+class _Facts:
+    """Indexes over a validated history, built in one pass."""
+
+    history: History
+    appends: dict[str, Event] = field(default_factory=dict)
+    acks: dict[str, int] = field(default_factory=dict)
+    """record id -> index of its first ack."""
+    partition_offsets: dict[str, list[int]] = field(default_factory=dict)
+    partition_records: dict[str, list[str]] = field(default_factory=dict)
+    last_read: dict[str, int] = field(default_factory=dict)
+    last_emit: dict[str, int] = field(default_factory=dict)
+    emitted_parts: dict[str, set[int]] = field(default_factory=dict)
+    emits_by_output: dict[int, list[Event]] = field(default_factory=dict)
+    aborts: dict[int, int] = field(default_factory=dict)
+    """txn -> index of its first abort."""
+    log_observes: list[Event] = field(default_factory=list)
+    table_observes: dict[str, dict[str, Event]] = field(default_factory=dict)
+    """table sink -> key -> last observe."""
+    drained: bool = False
+    has_log_sink: bool = False
+
+    def __post_init__(self) -> None:
+        sinks = self.history.meta.sinks
+        self.has_log_sink = any(spec.kind is SinkKind.LOG for spec in sinks.values())
+        for event in self.history.events:
+            kind = event.kind
+            if kind is _K.APPEND:
+                assert event.record_id is not None and event.partition is not None
+                assert event.offset is not None
+                self.appends[event.record_id] = event
+                self.partition_offsets.setdefault(event.partition, []).append(event.offset)
+                self.partition_records.setdefault(event.partition, []).append(event.record_id)
+            elif kind is _K.ACK:
+                assert event.record_id is not None
+                self.acks.setdefault(event.record_id, event.index)
+            elif kind is _K.READ:
+                assert event.record_id is not None
+                self.last_read[event.record_id] = event.index
+            elif kind is _K.EMIT:
+                assert event.output_id is not None
+                self.emits_by_output.setdefault(event.output_id, []).append(event)
+                if event.record_id is not None:
+                    assert event.part is not None and event.parts is not None
+                    self.last_emit[event.record_id] = event.index
+                    parts = self.emitted_parts.setdefault(event.record_id, set())
+                    parts.add(event.part)
+                    parts.update(range(event.parts))
+            elif kind is _K.TXN_ABORT:
+                assert event.txn is not None
+                self.aborts.setdefault(event.txn, event.index)
+            elif kind is _K.DRAIN:
+                self.drained = True
+            elif kind is _K.OBSERVE:
+                assert event.sink is not None
+                if sinks[event.sink].kind is SinkKind.LOG:
+                    self.log_observes.append(event)
+                else:
+                    assert event.key is not None
+                    self.table_observes.setdefault(event.sink, {})[event.key] = event
+
+    def is_poison(self, record_id: str) -> bool:
+        return self.appends[record_id].detail == POISON
+
+    def expected_parts(self, record_id: str) -> list[int]:
+        return sorted({0} | self.emitted_parts.get(record_id, set()))
+
+    def records_between(self, partition: str, low: int, high: int) -> tuple[list[str], int]:
+        """The first :data:`MAX_WITNESSES` appended records at offsets ``low <= o < high`` of
+        ``partition``, and how many there are."""
+        offsets = self.partition_offsets.get(partition, [])
+        start = bisect_left(offsets, low)
+        stop = bisect_left(offsets, high)
+        records = self.partition_records.get(partition, [])
+        return records[start : min(stop, start + MAX_WITNESSES)], max(0, stop - start)
+
+
+def _check_effects(
+    facts: _Facts,
+    found: dict[AnomalyKind, _Occurrences],
+    lost_records: dict[str, Event],
+    settled: bool,
+) -> int:
+    """lost, duplicate, unexpected and aborted-read, over the log sinks' outputs; fills
+    ``lost_records`` and returns the number of expected effects."""
+    observed: dict[tuple[str, int], list[Event]] = defaultdict(list)
+    unexpected = found[AnomalyKind.UNEXPECTED]
+    aborted = found[AnomalyKind.ABORTED_READ]
+    for event in facts.log_observes:
+        assert event.output_id is not None and event.part is not None
+        record_id = event.record_id
+        where = f"output {event.output_id} in sink {event.sink!r}"
+        if record_id is None:
+            unexpected.add(_witness((), (event.index,), f"{where} has no input record"))
+        elif record_id not in facts.acks:
+            append = facts.appends.get(record_id)
+            if append is None:
+                detail = f"{where} derives from record {record_id!r}, which was never appended"
+                unexpected.add(_witness((record_id,), (event.index,), detail))
+            else:
+                detail = (
+                    f"{where} derives from record {record_id!r}, appended at event "
+                    f"{append.index} but never acknowledged"
+                )
+                unexpected.add(_witness((record_id,), (event.index, append.index), detail))
+        else:
+            observed[(record_id, event.part)].append(event)
+        for emit in facts.emits_by_output.get(event.output_id, ()):
+            if emit.txn is not None and emit.txn in facts.aborts:
+                abort = facts.aborts[emit.txn]
+                detail = (
+                    f"{where} was emitted at event {emit.index} in transaction {emit.txn}, "
+                    f"which aborted at event {abort}"
+                )
+                records = () if record_id is None else (record_id,)
+                aborted.add(_witness(records, (event.index, emit.index, abort), detail))
+                break
+
+    lost = found[AnomalyKind.LOST]
+    expected_effects = 0
+    for record_id, ack_index in facts.acks.items():
+        parts = facts.expected_parts(record_id)
+        expected_effects += len(parts)
+        if facts.is_poison(record_id) or not settled:
+            continue
+        context = [ack_index]
+        for index in (facts.last_read.get(record_id), facts.last_emit.get(record_id)):
+            if index is not None:
+                context.append(index)
+        for part in parts:
+            if (record_id, part) not in observed:
+                lost_records[record_id] = facts.appends[record_id]
+                detail = (
+                    f"record {record_id!r} part {part} was acknowledged at event {ack_index} "
+                    f"but no log sink shows it"
+                )
+                lost.add(_witness((record_id,), context, detail))
+
+    duplicate = found[AnomalyKind.DUPLICATE]
+    for (record_id, part), copies in observed.items():
+        if len(copies) < 2:
+            continue
+        outputs = [copy.output_id for copy in copies]
+        events = [copy.index for copy in copies]
+        for output_id in outputs:
+            assert output_id is not None
+            events.extend(emit.index for emit in facts.emits_by_output.get(output_id, ()))
+        detail = (
+            f"record {record_id!r} part {part} was observed {len(copies)} times "
+            f"(outputs {', '.join(map(str, outputs))})"
+        )
+        duplicate.add(_witness((record_id,), events, detail), weight=len(copies) - 1)
+    return expected_effects
+
+
+def _check_aggregates(
+    facts: _Facts,
+    guarantee: Guarantee,
+    failing: _Occurrences,
+    tolerated: _Occurrences,
+    settled: bool,
+) -> None:
+    """count-mismatch over the table sinks that declare an aggregate."""
+    meta = facts.history.meta
+    aggregated = sorted(
+        name
+        for name, spec in meta.sinks.items()
+        if spec.kind is SinkKind.TABLE and spec.aggregate in (Aggregate.COUNT, Aggregate.SUM)
+    )
+    if not aggregated:
+        return
+    counts: dict[str, int] = defaultdict(int)
+    sums: dict[str, int] = defaultdict(int)
+    records: dict[str, list[str]] = defaultdict(list)
+    for record_id in facts.acks:
+        if facts.is_poison(record_id):
+            continue
+        append = facts.appends[record_id]
+        assert append.key is not None and append.value is not None
+        counts[append.key] += 1
+        sums[append.key] += append.value
+        records[append.key].append(record_id)
+
+    for sink in aggregated:
+        expected_by_key = counts if meta.sinks[sink].aggregate is Aggregate.COUNT else sums
+        observes = facts.table_observes.get(sink, {})
+        for key in sorted(set(expected_by_key) | set(observes)):
+            expected = expected_by_key.get(key, 0)
+            observe = observes.get(key)
+            events: tuple[int, ...] = ()
+            if observe is None:
+                observed, shown = 0, "observed 0 (key absent)"
+            else:
+                assert observe.value is not None
+                observed, events = observe.value, (observe.index,)
+                shown = f"observed {observed}"
+            if observed == expected or (observed < expected and not settled):
+                continue
+            witness = _witness(
+                sorted(records.get(key, ()))[:MAX_WITNESSES],
+                events,
+                f"sink {sink} key {key}: expected {expected}, {shown}",
+            )
+            if observed > expected and guarantee is Guarantee.AT_LEAST_ONCE:
+                tolerated.add(witness)
+            else:
+                failing.add(witness)
+
+
+def _check_order(facts: _Facts, nonmonotonic: _Occurrences) -> None:
+    """nonmonotonic, over the log sinks declared ordered."""
+    sinks = facts.history.meta.sinks
+    seen: set[tuple[str, str, int]] = set()
+    last: dict[tuple[str, str], tuple[int, str, int]] = {}
+    for event in facts.log_observes:
+        assert event.sink is not None and event.part is not None
+        if not sinks[event.sink].ordered or event.record_id is None:
+            continue
+        append = facts.appends.get(event.record_id)
+        if append is None:
+            continue
+        effect = (event.sink, event.record_id, event.part)
+        if effect in seen:
+            continue
+        seen.add(effect)
+        assert append.partition is not None and append.offset is not None
+        stream = (event.sink, append.partition)
+        previous = last.get(stream)
+        if previous is not None and append.offset < previous[0]:
+            detail = (
+                f"sink {event.sink!r} shows record {event.record_id!r} (offset {append.offset} "
+                f"of partition {append.partition!r}) after record {previous[1]!r} "
+                f"(offset {previous[0]})"
+            )
+            nonmonotonic.add(
+                _witness((previous[1], event.record_id), (previous[2], event.index), detail)
+            )
+        last[stream] = (append.offset, event.record_id, event.index)
+
+
+def _check_skips(facts: _Facts, skip: _Occurrences) -> None:
+    """skip, over each process's reads of each partition."""
+    truncated: dict[str, int] = {}
+    fetched: dict[tuple[int, str], tuple[int, int | None]] = {}
+    previous: dict[tuple[int, str], tuple[int, int]] = {}
+    for event in facts.history.events:
+        kind = event.kind
+        if kind is _K.TRUNCATE:
+            assert event.partition is not None and event.offset is not None
+            truncated[event.partition] = event.offset
+        elif kind is _K.FETCH:
+            assert event.process is not None and event.partition is not None
+            fetched[(event.process, event.partition)] = (event.index, event.offset)
+        elif kind is _K.READ and event.detail != REDELIVERED:
+            assert event.process is not None and event.partition is not None
+            assert event.offset is not None
+            stream = (event.process, event.partition)
+            offset = event.offset
+            fetch = fetched.pop(stream, None)
+            if fetch is not None:
+                before, fetch_offset = fetch
+                if fetch_offset is None:
+                    low = max(0, truncated.get(event.partition, 0))
+                    since = f"a fetch that found no stored offset (event {before})"
+                else:
+                    low = fetch_offset
+                    since = f"a fetch of offset {low} (event {before})"
+            elif stream in previous:
+                last_offset, before = previous[stream]
+                low = last_offset + 1
+                since = f"a read of offset {last_offset} (event {before})"
+            else:
+                low = offset
+            if offset > low:
+                records, skipped = facts.records_between(event.partition, low, offset)
+                detail = (
+                    f"process {event.process} read offset {offset} of partition "
+                    f"{event.partition!r} after {since}: offsets {low} to {offset - 1} skipped "
+                    f"({skipped} appended records)"
+                )
+                skip.add(_witness(records, (before, event.index), detail))
+            previous[stream] = (offset, event.index)
+
+
+def _check_offsets(
+    facts: _Facts,
+    lost_records: Mapping[str, Event],
+    ahead: _Occurrences,
+    regression: _Occurrences,
+) -> None:
+    """offset-ahead and offset-regression, over commits and rollbacks."""
+    highest_read: dict[str, tuple[int, int]] = {}
+    stored: dict[str, tuple[int | None, int]] = {}
+    commits: dict[str, list[Event]] = defaultdict(list)
+    for event in facts.history.events:
+        kind = event.kind
+        if kind is _K.READ:
+            assert event.partition is not None and event.offset is not None
+            best = highest_read.get(event.partition)
+            if best is None or event.offset > best[0]:
+                highest_read[event.partition] = (event.offset, event.index)
+        elif kind is _K.ROLLBACK:
+            assert event.partition is not None
+            stored[event.partition] = (event.offset, event.index)
+        elif kind is _K.COMMIT:
+            assert event.partition is not None and event.offset is not None
+            partition, offset = event.partition, event.offset
+            commits[partition].append(event)
+            best = highest_read.get(partition)
+            limit = 0 if best is None else best[0] + 1
+            if offset > limit:
+                records, _ = facts.records_between(partition, limit, offset)
+                read = "nothing" if best is None else f"offset {best[0]} (event {best[1]})"
+                detail = (
+                    f"process {event.process} committed offset {offset} of partition "
+                    f"{partition!r}, but the highest offset read before it was {read}"
+                )
+                events = [event.index] if best is None else [best[1], event.index]
+                ahead.add(_witness(records, events, detail))
+            previous = stored.get(partition)
+            if previous is not None and previous[0] is not None and offset < previous[0]:
+                detail = (
+                    f"process {event.process} committed offset {offset} of partition "
+                    f"{partition!r}, below the stored offset {previous[0]} set at event "
+                    f"{previous[1]}"
+                )
+                regression.add(_witness((), (previous[1], event.index), detail))
+            stored[partition] = (offset, event.index)
+
+    running_max: dict[str, list[int]] = {}
+    for partition, partition_commits in commits.items():
+        maxima: list[int] = []
+        for commit in partition_commits:
+            assert commit.offset is not None
+            maxima.append(commit.offset if not maxima else max(maxima[-1], commit.offset))
+        running_max[partition] = maxima
+    for record_id, append in lost_records.items():
+        assert append.partition is not None and append.offset is not None
+        maxima = running_max.get(append.partition, [])
+        position = bisect_right(maxima, append.offset)
+        if position == len(maxima):
+            continue
+        commit = commits[append.partition][position]
+        detail = (
+            f"process {commit.process} committed offset {commit.offset} of partition "
+            f"{append.partition!r}, past lost record {record_id!r} at offset {append.offset}"
+        )
+        ahead.add(_witness((record_id,), (commit.index,), detail))

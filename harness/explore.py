@@ -1,0 +1,355 @@
+"""The entry point: run a processor under schedules drawn by Hypothesis, or replay one.
+
+``explore(processor, guarantee=...)`` draws schedules, simulates each, checks each history and,
+on the first failure, lets Hypothesis shrink the schedule; it then raises
+:class:`CounterexampleFound` whose message is the report: the verdict, the shrunk schedule (as
+steps and as JSON), the seed and a one-line replay command. The failing schedule is saved as a
+*replay file* so ``python -m harness replay FILE`` reproduces the failure without Hypothesis.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from harness.check import Guarantee, Status, Verdict, check
+from harness.errors import ConfigError, HarnessError
+from harness.faults.schedule import Schedule
+from harness.history.events import History
+from harness.sim.simulator import Processor, processor_path, simulate
+from harness.sim.topology import Topology
+from harness.sim.world import BACKENDS, Backend
+from harness.strategies.schedules import Fault, schedules
+
+__all__ = [
+    "REPLAY_VERSION",
+    "CounterexampleFound",
+    "Exploration",
+    "Failure",
+    "Replay",
+    "explore",
+    "load_processor",
+    "replay",
+    "run_once",
+]
+
+REPLAY_VERSION: Final = 1
+DEFAULT_FAILURES_DIR: Final = Path(".harness") / "failures"
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """Everything needed to run one schedule again: the content of a replay file."""
+
+    processor: str
+    guarantee: Guarantee
+    topology: Topology
+    backend: Backend
+    schedule: Schedule
+    processor_file: str | None = None
+    seed: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "harness_replay": REPLAY_VERSION,
+            "processor": self.processor,
+            "processor_file": self.processor_file,
+            "guarantee": self.guarantee.value,
+            "backend": self.backend,
+            "seed": self.seed,
+            "topology": self.topology.to_json(),
+            "schedule": self.schedule.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: object, where: str = "replay file") -> Replay:
+        if not isinstance(data, Mapping) or "harness_replay" not in data:
+            raise ConfigError(
+                f"{where} is not a replay file (no 'harness_replay' key); pass the file a "
+                "failing run saved under .harness/failures/"
+            )
+        if data["harness_replay"] != REPLAY_VERSION:
+            raise ConfigError(
+                f"{where} has replay version {data['harness_replay']!r}; this harness reads "
+                f"version {REPLAY_VERSION}"
+            )
+        try:
+            guarantee = Guarantee(data["guarantee"])
+        except (KeyError, ValueError):
+            raise ConfigError(
+                f"{where}: guarantee must be one of {[g.value for g in Guarantee]}, got "
+                f"{data.get('guarantee')!r}"
+            ) from None
+        backend = data.get("backend", "memory")
+        if backend not in BACKENDS:
+            raise ConfigError(f"{where}: backend must be one of {BACKENDS}, got {backend!r}")
+        processor = data.get("processor")
+        if not isinstance(processor, str) or ":" not in processor:
+            raise ConfigError(f"{where}: processor must be 'module:name', got {processor!r}")
+        return cls(
+            processor=processor,
+            guarantee=guarantee,
+            topology=Topology.from_json(data.get("topology") or {}),
+            backend=backend,
+            schedule=Schedule.from_json(data.get("schedule")),
+            processor_file=data.get("processor_file"),
+            seed=data.get("seed"),
+        )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Replay:
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read replay file {str(path)!r}: {exc.strerror}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                f"replay file {str(path)!r} is not JSON ({exc.msg} at line {exc.lineno})"
+            ) from None
+        return cls.from_json(data, f"replay file {str(path)!r}")
+
+    def save(self, directory: str | os.PathLike[str]) -> Path:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(self.to_json(), indent=2, sort_keys=False) + "\n"
+        name = hashlib.sha256(text.encode()).hexdigest()[:12]
+        path = directory / f"{self.processor.rpartition(':')[2]}-{name}.json"
+        path.write_text(text, encoding="utf-8")
+        return path
+
+
+def load_processor(path: str, file: str | None = None) -> Processor:
+    """Import ``module:qualname``; fall back to loading ``file`` if the module is not found."""
+    module_name, _, qualname = path.partition(":")
+    if "<locals>" in qualname or "<lambda>" in qualname:
+        raise ConfigError(
+            f"processor {path!r} is defined inside a function, so it cannot be imported for a "
+            "replay; define it at module level"
+        )
+    module: Any
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        if not file or not Path(file).is_file():
+            raise ConfigError(
+                f"cannot import processor module {module_name!r} ({exc}); run the replay from "
+                "the directory the test ran in, or put the module on PYTHONPATH"
+            ) from None
+        spec = importlib.util.spec_from_file_location(module_name, file)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    obj: Any = module
+    for part in qualname.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ConfigError(
+                f"module {module_name!r} has no processor {qualname!r}; check the name"
+            ) from None
+    if not callable(obj):
+        raise ConfigError(f"processor {path!r} is {obj!r}, not callable")
+    return obj  # type: ignore[no-any-return]
+
+
+def run_once(
+    processor: Processor,
+    schedule: Schedule,
+    guarantee: Guarantee | str,
+    *,
+    topology: Topology | None = None,
+    backend: Backend = "memory",
+) -> tuple[History, Verdict]:
+    """Simulate one schedule and check its history."""
+    history = simulate(processor, schedule, topology=topology, backend=backend)
+    return history, check(history, Guarantee(guarantee))
+
+
+def replay(source: Replay | str | os.PathLike[str]) -> tuple[History, Verdict]:
+    """Run a saved schedule again (no Hypothesis involved) and check it."""
+    spec = source if isinstance(source, Replay) else Replay.load(source)
+    processor = load_processor(spec.processor, spec.processor_file)
+    return run_once(
+        processor, spec.schedule, spec.guarantee, topology=spec.topology, backend=spec.backend
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """What a failing exploration found, shrunk."""
+
+    processor: str
+    guarantee: Guarantee
+    backend: Backend
+    verdict: Verdict
+    schedule: Schedule
+    history: History
+    seed: int
+    examples: int
+    first_failure_seconds: float
+    replay_file: Path | None
+    replay_command: str
+
+    def report(self) -> str:
+        """The text shown when an exploration fails."""
+        held = "does NOT hold" if self.verdict.status is Status.INVALID else "could not be shown"
+        lines = [
+            f"{self.guarantee.value} {held} for {self.processor} ({self.backend} backend): "
+            f"{self.verdict.status.name}",
+            self.verdict.summary(),
+            f"shrunk schedule ({len(self.schedule)} steps; found after {self.examples} "
+            f"examples, first failure after {self.first_failure_seconds:.2f} s):",
+            self.schedule.describe(),
+            f"schedule JSON: {self.schedule.dumps()}",
+            f"seed: {self.seed}  (explore(..., seed={self.seed}) repeats this search)",
+            f"replay: {self.replay_command}",
+        ]
+        return "\n".join(lines)
+
+
+class CounterexampleFound(HarnessError, AssertionError):
+    """``explore`` found a schedule under which the guarantee does not hold (or cannot be
+    judged); ``failure`` has the details and ``str()`` is the report."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.report())
+        self.failure = failure
+
+
+@dataclass(frozen=True, slots=True)
+class Exploration:
+    """A passing exploration: how many schedules were run, from which seed."""
+
+    processor: str
+    guarantee: Guarantee
+    examples: int
+    seed: int
+
+
+class _Failed(Exception):
+    pass
+
+
+def _default_seed(processor: str) -> int:
+    env = os.environ.get("HARNESS_SEED")
+    if env:
+        try:
+            return int(env)
+        except ValueError:
+            raise ConfigError(f"HARNESS_SEED must be an integer, got {env!r}") from None
+    return int.from_bytes(hashlib.sha256(processor.encode()).digest()[:4], "big")
+
+
+def explore(
+    processor: Processor,
+    *,
+    guarantee: Guarantee | str,
+    topology: Topology | None = None,
+    backend: Backend = "memory",
+    max_examples: int = 200,
+    max_steps: int = 30,
+    faults: Iterable[Fault | str] | None = None,
+    seed: int | None = None,
+    failures_dir: str | os.PathLike[str] | None = DEFAULT_FAILURES_DIR,
+) -> Exploration:
+    """Run ``processor`` under up to ``max_examples`` drawn schedules; raise on a failure.
+
+    The search is deterministic: ``seed`` (default: ``$HARNESS_SEED``, else derived from
+    the processor's name) fixes the schedules drawn. On a failure (INVALID, or UNKNOWN,
+    which fails closed) Hypothesis shrinks the schedule, the replay file is written to
+    ``failures_dir`` (None: not written) and :class:`CounterexampleFound` is raised.
+    """
+    import hypothesis
+    from hypothesis import HealthCheck, Phase, Verbosity
+
+    guarantee = Guarantee(guarantee)
+    topology = topology or Topology()
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if type(max_examples) is not int or max_examples < 1:
+        raise ConfigError(f"max_examples must be an int >= 1, got {max_examples!r}")
+    name = processor_path(processor)
+    seed = _default_seed(name) if seed is None else seed
+    if type(seed) is not int:
+        raise ConfigError(f"seed must be an int, got {seed!r}")
+    strategy = schedules(topology, faults, max_steps=max_steps)
+    found: dict[str, Any] = {"examples": 0, "first": None, "last": None}
+    started = time.perf_counter()
+
+    @hypothesis.settings(
+        max_examples=max_examples,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        print_blob=False,
+        verbosity=Verbosity.quiet,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+    )
+    @hypothesis.seed(seed)
+    @hypothesis.given(strategy)
+    def run(schedule: Schedule) -> None:
+        found["examples"] += 1
+        history, verdict = run_once(
+            processor, schedule, guarantee, topology=topology, backend=backend
+        )
+        if verdict.status is not Status.VALID:
+            if found["first"] is None:
+                found["first"] = time.perf_counter() - started
+            found["last"] = (schedule, history, verdict)
+            raise _Failed
+
+    try:
+        run()
+    except _Failed:
+        pass
+    else:
+        return Exploration(name, guarantee, found["examples"], seed)
+    schedule, history, verdict = found["last"]
+    spec = Replay(name, guarantee, topology, backend, schedule, _source_file(processor), seed)
+    replay_file = None if failures_dir is None else spec.save(failures_dir)
+    if replay_file is not None:
+        command = f"python -m harness replay {replay_file}"
+    else:
+        command = (
+            f"python -c \"import harness; print(harness.replay(harness.Replay.from_json("
+            f"{json.dumps(spec.to_json())!r})))\""
+        )
+    raise CounterexampleFound(
+        Failure(
+            processor=name,
+            guarantee=guarantee,
+            backend=backend,
+            verdict=verdict,
+            schedule=schedule,
+            history=history,
+            seed=seed,
+            examples=found["examples"],
+            first_failure_seconds=found["first"],
+            replay_file=replay_file,
+            replay_command=command,
+        )
+    )
+
+
+def _source_file(processor: Processor) -> str | None:
+    try:
+        file = inspect.getsourcefile(processor)
+    except TypeError:
+        return None
+    return None if file is None else str(Path(file).resolve())

@@ -1,0 +1,279 @@
+"""Schedules: what happens, step by step, as plain data.
+
+A schedule is a list of steps the simulator executes in order, then (by default) a drain. It
+never depends on anything the processor does, so one schedule always produces the same
+history; it round-trips through JSON (``Schedule.to_json`` / ``Schedule.from_json``) so a
+failure can be saved, printed and replayed without Hypothesis.
+
+Every step is valid in every state: a step that does not apply (``Run`` with no live
+instance, ``Crash`` of nothing, a partition number beyond the topology's) is folded onto
+something that exists or does nothing. That is what lets Hypothesis delete any step while
+shrinking and still have a runnable schedule.
+
+The fault vocabulary (``docs/engine.md`` tells the story of each):
+
+* ``Produce(partition, count, ack)``: the input producer writes ``count`` records; with
+  ``ack=False`` it crashes before its commit, so the records are lost and never acknowledged.
+* ``Run(calls)``: the active instance makes up to ``calls`` calls into the world (every call is
+  a fault point), or fewer if it blocks waiting for input.
+* ``Crash(machine, keep)``: the active instance dies between two calls. A process crash keeps
+  every write that reached the stores; a machine crash also loses the unsynced writes of each
+  store except the first ``keep`` of them.
+* ``Restart()``: a fresh instance starts from durable state only (if none is active).
+* ``Duplicate()``: the source delivers the active instance's last record again.
+* ``LoseAck()``: the active instance's next sink write is applied but its acknowledgement is
+  lost, so the client retries it: the write is applied twice.
+* ``Reorder(pick)``: the active instance's next nondeterministic choice (which asynchronous
+  task completes, which partition delivers next) takes option ``pick`` (modulo the options).
+* ``Tick()``: the active instance's periodic work (timers) fires now; without it, it is delayed.
+* ``Takeover()``: the active instance loses ownership but keeps running as a zombie; its log
+  writers are fenced and a new instance becomes active.
+* ``RunZombie(calls)``: the oldest zombie makes up to ``calls`` calls.
+* ``Truncate(partition, upto)``: retention truncates the input log below position ``upto``,
+  but never past the partition's stored offset (retention honours the committed position).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Final, Union
+
+from harness.errors import ConfigError
+
+__all__ = [
+    "SCHEDULE_VERSION",
+    "Crash",
+    "Duplicate",
+    "LoseAck",
+    "Produce",
+    "Reorder",
+    "Restart",
+    "Run",
+    "RunZombie",
+    "Schedule",
+    "Step",
+    "Takeover",
+    "Tick",
+    "Truncate",
+]
+
+SCHEDULE_VERSION: Final = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Produce:
+    partition: int = 0
+    count: int = 1
+    ack: bool = True
+    op: ClassVar[str] = "produce"
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    calls: int = 1
+    op: ClassVar[str] = "run"
+
+
+@dataclass(frozen=True, slots=True)
+class Crash:
+    machine: bool = False
+    keep: int = 0
+    op: ClassVar[str] = "crash"
+
+
+@dataclass(frozen=True, slots=True)
+class Restart:
+    op: ClassVar[str] = "restart"
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    op: ClassVar[str] = "duplicate"
+
+
+@dataclass(frozen=True, slots=True)
+class LoseAck:
+    op: ClassVar[str] = "lose-ack"
+
+
+@dataclass(frozen=True, slots=True)
+class Reorder:
+    pick: int = 1
+    op: ClassVar[str] = "reorder"
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    op: ClassVar[str] = "tick"
+
+
+@dataclass(frozen=True, slots=True)
+class Takeover:
+    op: ClassVar[str] = "takeover"
+
+
+@dataclass(frozen=True, slots=True)
+class RunZombie:
+    calls: int = 1
+    op: ClassVar[str] = "run-zombie"
+
+
+@dataclass(frozen=True, slots=True)
+class Truncate:
+    partition: int = 0
+    upto: int = 1
+    op: ClassVar[str] = "truncate"
+
+
+Step = Union[
+    Produce, Run, Crash, Restart, Duplicate, LoseAck, Reorder, Tick, Takeover, RunZombie, Truncate
+]
+STEP_TYPES: Final[Mapping[str, type[Step]]] = {
+    cls.op: cls
+    for cls in (
+        Produce,
+        Run,
+        Crash,
+        Restart,
+        Duplicate,
+        LoseAck,
+        Reorder,
+        Tick,
+        Takeover,
+        RunZombie,
+        Truncate,
+    )
+}
+
+_LIMITS: Final[Mapping[str, tuple[int, int]]] = {
+    "partition": (0, 1_000),
+    "count": (0, 100_000),
+    "calls": (0, 1_000_000),
+    "keep": (0, 1_000_000),
+    "pick": (0, 1_000_000),
+    "upto": (0, 10_000_000),
+}
+
+
+def step_to_json(step: Step) -> dict[str, Any]:
+    """``{"op": ..., field: value, ...}`` with every field, in declaration order."""
+    data: dict[str, Any] = {"op": step.op}
+    for f in fields(step):
+        data[f.name] = getattr(step, f.name)
+    return data
+
+
+def step_from_json(data: object, where: str = "step") -> Step:
+    """Build a step from its JSON form, or raise ConfigError naming the bad value."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where} must be a JSON object such as {{'op': 'run'}}, got {data!r}")
+    op = data.get("op")
+    cls = STEP_TYPES.get(op) if isinstance(op, str) else None
+    if cls is None:
+        raise ConfigError(
+            f"{where} has unknown op {op!r}; known ops: {', '.join(sorted(STEP_TYPES))}"
+        )
+    names = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(data) - set(names) - {"op"})
+    if unknown:
+        raise ConfigError(
+            f"{where} ({op}) has unknown field(s) {unknown}; {op} takes {sorted(names) or 'none'}"
+        )
+    kwargs: dict[str, Any] = {}
+    for name in names:
+        if name not in data:
+            continue
+        value = data[name]
+        if name == "ack" or name == "machine":
+            if type(value) is not bool:
+                raise ConfigError(f"{where} ({op}) field {name!r} must be true or false, got {value!r}")
+        else:
+            low, high = _LIMITS[name]
+            if type(value) is not int or not low <= value <= high:
+                raise ConfigError(
+                    f"{where} ({op}) field {name!r} must be an integer in [{low}, {high}], "
+                    f"got {value!r}"
+                )
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """Steps to execute in order, then a fault-free drain unless ``drain`` is False."""
+
+    steps: tuple[Step, ...] = ()
+    drain: bool = True
+    version: int = SCHEDULE_VERSION
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.steps, tuple):
+            object.__setattr__(self, "steps", tuple(self.steps))
+        for i, step in enumerate(self.steps):
+            if type(step) not in STEP_TYPES.values():
+                raise ConfigError(
+                    f"schedule step {i} is {step!r}, not a step; use Produce, Run, Crash, ... "
+                    "from harness.faults"
+                )
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "drain": self.drain,
+            "steps": [step_to_json(step) for step in self.steps],
+        }
+
+    def dumps(self) -> str:
+        """Compact one-line JSON, identical for equal schedules."""
+        return json.dumps(self.to_json(), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, data: object) -> Schedule:
+        """Build a schedule from its JSON form (a dict, or text)."""
+        if isinstance(data, str | bytes):
+            try:
+                data = json.loads(data)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(
+                    f"schedule is not valid JSON ({exc.msg} at line {exc.lineno} column "
+                    f"{exc.colno}); pass the JSON printed by a failing run"
+                ) from None
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"a schedule is a JSON object with 'steps', got {data!r:.80}")
+        version = data.get("version", SCHEDULE_VERSION)
+        if version != SCHEDULE_VERSION:
+            raise ConfigError(
+                f"schedule version {version!r} is not supported; this harness reads version "
+                f"{SCHEDULE_VERSION} (upgrade stream-harness to replay newer schedules)"
+            )
+        unknown = sorted(set(data) - {"version", "drain", "steps", "run"})
+        if unknown:
+            raise ConfigError(f"schedule has unknown field(s) {unknown}; known: drain, steps, version")
+        steps = data.get("steps", [])
+        if not isinstance(steps, Sequence) or isinstance(steps, str | bytes):
+            raise ConfigError(f"schedule 'steps' must be a list, got {steps!r:.80}")
+        drain = data.get("drain", True)
+        if type(drain) is not bool:
+            raise ConfigError(f"schedule 'drain' must be true or false, got {drain!r}")
+        return cls(
+            steps=tuple(step_from_json(s, f"step {i}") for i, s in enumerate(steps)),
+            drain=drain,
+        )
+
+    @classmethod
+    def loads(cls, text: str | bytes) -> Schedule:
+        return cls.from_json(text)
+
+    def describe(self) -> str:
+        """One step per line, numbered, for humans."""
+        lines = []
+        for i, step in enumerate(self.steps):
+            args = ", ".join(f"{f.name}={getattr(step, f.name)!r}" for f in fields(step))
+            lines.append(f"{i:3d}. {type(step).__name__}({args})")
+        lines.append("     drain" if self.drain else "     (no drain)")
+        return "\n".join(lines)

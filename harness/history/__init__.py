@@ -1,0 +1,51 @@
+"""Histories: the events of a run, and their JSONL and Parquet forms."""
+
+from harness.history.events import (
+    EVENT_FIELDS,
+    REQUIRED_FIELDS,
+    SCHEMA_VERSION,
+    Aggregate,
+    Event,
+    EventKind,
+    History,
+    HistoryMeta,
+    SinkKind,
+    SinkSpec,
+)
+from harness.history.io import (
+    PARQUET_METADATA_KEY,
+    SUFFIXES,
+    dumps_jsonl,
+    history_arrow_schema,
+    loads_jsonl,
+    read_history,
+    read_jsonl,
+    read_parquet,
+    write_history,
+    write_jsonl,
+    write_parquet,
+)
+
+__all__ = [
+    "EVENT_FIELDS",
+    "PARQUET_METADATA_KEY",
+    "REQUIRED_FIELDS",
+    "SCHEMA_VERSION",
+    "SUFFIXES",
+    "Aggregate",
+    "Event",
+    "EventKind",
+    "History",
+    "HistoryMeta",
+    "SinkKind",
+    "SinkSpec",
+    "dumps_jsonl",
+    "history_arrow_schema",
+    "loads_jsonl",
+    "read_history",
+    "read_jsonl",
+    "read_parquet",
+    "write_history",
+    "write_jsonl",
+    "write_parquet",
+]

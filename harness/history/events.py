@@ -1,0 +1,253 @@
+"""The history: every event of one simulated run, in logical time.
+
+A history is plain data. The simulator writes it, the checkers (local and Spark) read it, the
+reports render it; none of them talks to another. The schema is flat (one optional column per
+field) so that the same rows go to JSONL and to Parquet unchanged; ``docs/history.md``
+documents it. ``SCHEMA_VERSION`` changes whenever a field or a kind changes meaning.
+
+Identity rules the checkers rely on:
+
+* An input record is named by ``record_id``, unique across the run. Its ``partition`` is the
+  input log it was appended to and ``offset`` its 0-based position in that log.
+* An output is named by ``output_id`` (unique per run, assigned by the world at ``emit``) and
+  carries the ``record_id`` and ``part`` of the input it derives from. ``(record_id, part)`` is
+  the *effect*: the unit that must be seen once (exactly-once) or at least once.
+* Offsets in ``read``/``commit``/``fetch``/``rollback``/``truncate`` events are positions in
+  the input partition: a committed offset ``c`` claims "every record at a position below ``c``
+  is done; resume at ``c``".
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Final
+
+__all__ = [
+    "EVENT_FIELDS",
+    "REQUIRED_FIELDS",
+    "SCHEMA_VERSION",
+    "Event",
+    "EventKind",
+    "History",
+    "HistoryMeta",
+    "SinkKind",
+    "SinkSpec",
+    "Aggregate",
+]
+
+SCHEMA_VERSION: Final = 1
+
+
+class EventKind(str, enum.Enum):
+    """What happened. The value is the name written to JSONL/Parquet."""
+
+    APPEND = "append"
+    """The producer wrote an input record (not yet acknowledged)."""
+    ACK = "ack"
+    """The producer's commit covering the record returned: the record is part of the truth."""
+    TRUNCATE = "truncate"
+    """Retention truncated ``partition`` below ``offset``."""
+    START = "start"
+    """A processor instance ``process`` started from durable state only."""
+    CRASH = "crash"
+    """Instance ``process`` crashed; ``detail`` is ``process`` or ``machine``."""
+    ROLLBACK = "rollback"
+    """A machine crash lost unsynced writes: the stored offset of ``partition`` is now
+    ``offset`` (null: no offset)."""
+    ZOMBIE = "zombie"
+    """Instance ``process`` lost its ownership but keeps running (a new one took over)."""
+    ERROR = "error"
+    """Instance ``process`` died of an exception; ``detail`` is its type and message."""
+    FETCH = "fetch"
+    """Instance ``process`` read the stored offset of ``partition`` (null: none)."""
+    READ = "read"
+    """The source delivered ``record_id`` at ``offset`` of ``partition`` to ``process``;
+    ``detail`` is ``redelivered`` for a duplicate delivery injected by the schedule."""
+    EMIT = "emit"
+    """``process`` wrote output ``output_id`` (effect ``record_id``/``part`` of ``parts``)
+    to ``sink``; it is visible only once the sink commits (see ``observe``)."""
+    PUT = "put"
+    """``process`` stored ``value`` under ``key`` in table ``sink``."""
+    COMMIT = "commit"
+    """``process`` stored offset ``offset`` for ``partition`` in the offset store."""
+    TXN_BEGIN = "txn-begin"
+    TXN_COMMIT = "txn-commit"
+    TXN_ABORT = "txn-abort"
+    DRAIN = "drain"
+    """The schedule ended; from here the processor runs without faults until caught up."""
+    OBSERVE = "observe"
+    """After the drain, ``sink`` contains this output (log sinks, in sink order) or this
+    ``key``/``value`` (table sinks)."""
+    END = "end"
+    """The run ended; ``detail`` is ``complete`` or ``incomplete: <reason>``."""
+
+
+EVENT_FIELDS: Final = (
+    "index",
+    "kind",
+    "process",
+    "partition",
+    "offset",
+    "record_id",
+    "part",
+    "parts",
+    "key",
+    "value",
+    "sink",
+    "output_id",
+    "txn",
+    "dlsn",
+    "detail",
+)
+"""Column order of the flat schema (JSONL keys, Parquet columns)."""
+
+_K = EventKind
+REQUIRED_FIELDS: Final[Mapping[EventKind, tuple[str, ...]]] = {
+    _K.APPEND: ("partition", "offset", "record_id", "key", "value"),
+    _K.ACK: ("partition", "offset", "record_id"),
+    _K.TRUNCATE: ("partition", "offset"),
+    _K.START: ("process",),
+    _K.CRASH: ("process", "detail"),
+    _K.ROLLBACK: ("partition",),
+    _K.ZOMBIE: ("process",),
+    _K.ERROR: ("process", "detail"),
+    _K.FETCH: ("process", "partition"),
+    _K.READ: ("process", "partition", "offset", "record_id"),
+    _K.EMIT: ("process", "sink", "output_id", "part", "parts"),
+    _K.PUT: ("process", "sink", "key", "value"),
+    _K.COMMIT: ("process", "partition", "offset"),
+    _K.TXN_BEGIN: ("process", "txn"),
+    _K.TXN_COMMIT: ("process", "txn"),
+    _K.TXN_ABORT: ("process", "txn"),
+    _K.DRAIN: (),
+    _K.OBSERVE: ("sink",),
+    _K.END: ("detail",),
+}
+"""Fields that must be non-null for each kind; every other field may be null."""
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One row of a history. Unused fields are ``None``."""
+
+    index: int
+    kind: EventKind
+    process: int | None = None
+    partition: str | None = None
+    offset: int | None = None
+    record_id: str | None = None
+    part: int | None = None
+    parts: int | None = None
+    key: str | None = None
+    value: int | None = None
+    sink: str | None = None
+    output_id: int | None = None
+    txn: int | None = None
+    dlsn: str | None = None
+    detail: str | None = None
+
+    def to_row(self) -> dict[str, Any]:
+        """The event as a flat dict in :data:`EVENT_FIELDS` order (kind as its string)."""
+        row = {name: getattr(self, name) for name in EVENT_FIELDS}
+        row["kind"] = self.kind.value
+        return row
+
+
+assert tuple(f.name for f in fields(Event)) == EVENT_FIELDS
+
+
+class SinkKind(str, enum.Enum):
+    """How a sink's contents are observed after the drain."""
+
+    LOG = "log"
+    """An output log: every committed record is an output with an effect ``(record_id, part)``."""
+    TABLE = "table"
+    """A key-value table: last write wins; its final ``key -> value`` pairs are observed."""
+
+
+class Aggregate(str, enum.Enum):
+    """What a table sink is expected to hold per input key, computed from acknowledged input."""
+
+    COUNT = "count"
+    SUM = "sum"
+
+
+@dataclass(frozen=True, slots=True)
+class SinkSpec:
+    """A sink declared by the processor's topology, as recorded in the history's header.
+
+    ``ordered``: for log sinks, outputs derived from one input partition must appear in
+    the partition's order (first occurrences). ``aggregate``: for table sinks, the value per key
+    that acknowledged input implies; ``None`` means the table is not checked.
+    """
+
+    kind: SinkKind
+    ordered: bool = False
+    aggregate: Aggregate | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind.value,
+            "ordered": self.ordered,
+            "aggregate": None if self.aggregate is None else self.aggregate.value,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SinkSpec:
+        aggregate = data.get("aggregate")
+        return cls(
+            kind=SinkKind(data["kind"]),
+            ordered=bool(data.get("ordered", False)),
+            aggregate=None if aggregate is None else Aggregate(aggregate),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryMeta:
+    """The header of a history: what a checker needs besides the events.
+
+    ``partitions``: input partition names; ``sinks``: sink name -> spec; ``run_id``: a name
+    for the run (stable for a given seed and schedule); ``extra``: free-form JSON-able facts
+    (processor, backend, schedule) that checkers ignore.
+    """
+
+    partitions: tuple[str, ...]
+    sinks: Mapping[str, SinkSpec]
+    run_id: str = "run"
+    version: int = SCHEMA_VERSION
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "run_id": self.run_id,
+            "partitions": list(self.partitions),
+            "sinks": {name: spec.to_json() for name, spec in sorted(self.sinks.items())},
+            "extra": dict(self.extra),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HistoryMeta:
+        return cls(
+            partitions=tuple(data["partitions"]),
+            sinks={name: SinkSpec.from_json(spec) for name, spec in data["sinks"].items()},
+            run_id=str(data.get("run_id", "run")),
+            version=int(data["version"]),
+            extra=dict(data.get("extra") or {}),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """A header and the events in logical-time order (``events[i].index == i``)."""
+
+    meta: HistoryMeta
+    events: tuple[Event, ...]
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self.events)
+
+    def __len__(self) -> int:
+        return len(self.events)

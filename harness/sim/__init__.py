@@ -1,0 +1,26 @@
+"""The deterministic simulator: a world of logs and stores, processor instances, schedules."""
+
+from harness.sim.context import Context, Offsets, OutputLog, Source, Table
+from harness.sim.records import Delivery, OutputRecord
+from harness.sim.simulator import InstanceCrashed, Processor, Simulator, simulate
+from harness.sim.topology import Topology, log_sink, table_sink
+from harness.sim.world import Backend, World
+
+__all__ = [
+    "Backend",
+    "Context",
+    "Delivery",
+    "InstanceCrashed",
+    "Offsets",
+    "OutputLog",
+    "OutputRecord",
+    "Processor",
+    "Simulator",
+    "Source",
+    "Table",
+    "Topology",
+    "World",
+    "log_sink",
+    "simulate",
+    "table_sink",
+]

@@ -1,0 +1,446 @@
+"""What a processor instance holds: its view of the world. Every call is a fault point.
+
+A processor is a callable ``processor(ctx)``; it is written as ordinary blocking code (a loop
+over ``ctx.read(...)``), and runs in a greenlet of its own, so the simulator can pause it
+between any two calls into the world, crash it, keep it running as a zombie, or let another
+instance run, all in one thread and in an order the schedule alone decides.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from harness.errors import ConfigError, Fenced, LogEmpty
+from harness.history.events import EventKind, SinkKind
+from harness.log.dlsn import DLSN
+from harness.log.reader import LogReader
+from harness.log.record import LogRecord
+from harness.log.writer import LogWriter
+from harness.offsets.base import NO_STATE
+from harness.sim.records import Delivery, OutputRecord, decode_input, decode_output, encode_output
+from harness.sim.world import table_key
+
+if TYPE_CHECKING:
+    from harness.sim.simulator import Instance, Simulator
+
+__all__ = ["Context", "Offsets", "OutputLog", "Source", "Table"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Source:
+    """Input records of one or more partitions, in order per partition.
+
+    Iterating blocks while no record is available (the instance waits for the producer);
+    :meth:`poll` returns ``None`` instead. With several partitions the interleaving is a
+    schedule choice (``Reorder``).
+    """
+
+    def __init__(self, ctx: Context, starts: Mapping[str, DLSN | None]) -> None:
+        self._ctx = ctx
+        world = ctx._sim.world
+        self._readers: dict[str, LogReader] = {}
+        self._ahead: dict[str, Delivery | None] = {}
+        for partition, start in starts.items():
+            world.check_partition(partition)
+            if start is not None and type(start) is not DLSN:
+                raise ConfigError(
+                    f"read start for {partition!r} must be a DLSN or None, got {start!r}"
+                )
+            reader = world.logs[partition].open_reader(DLSN.INITIAL if start is None else start)
+            ctx._inst.readers.append(reader)
+            self._readers[partition] = reader
+            self._ahead[partition] = None
+        self._last: Delivery | None = None
+
+    def _peek(self, partition: str) -> Delivery | None:
+        ahead = self._ahead[partition]
+        if ahead is None:
+            item = self._readers[partition].read_next()
+            if item is None:
+                return None
+            world = self._ctx._sim.world
+            record_id, key, value = decode_input(item.payload, f"input log {partition!r}")
+            ahead = self._ahead[partition] = Delivery(
+                partition, world.position(partition, item.dlsn), record_id, key, value, item.dlsn
+            )
+        return ahead
+
+    def _take(self) -> Delivery | None:
+        inst = self._ctx._inst
+        if inst.duplicates and self._last is not None:
+            inst.duplicates -= 1
+            last = self._last
+            delivery = Delivery(
+                last.partition, last.offset, last.record_id, last.key, last.value, last.dlsn, True
+            )
+        else:
+            ready = [p for p in self._readers if self._peek(p) is not None]
+            if not ready:
+                return None
+            partition = ready[self._ctx._sim.choose(inst, len(ready))] if len(ready) > 1 else ready[0]
+            delivery = self._ahead[partition]
+            assert delivery is not None
+            self._ahead[partition] = None
+            self._last = delivery
+        self._ctx._sim.world.record(
+            EventKind.READ,
+            process=inst.number,
+            partition=delivery.partition,
+            offset=delivery.offset,
+            record_id=delivery.record_id,
+            dlsn=delivery.dlsn.serialize(),
+            detail="redelivered" if delivery.redelivered else None,
+        )
+        return delivery
+
+    def poll(self) -> Delivery | None:
+        """The next record if one is available now, else ``None``."""
+        self._ctx._enter()
+        return self._take()
+
+    def __iter__(self) -> Iterator[Delivery]:
+        return self
+
+    def __next__(self) -> Delivery:
+        ctx = self._ctx
+        ctx._enter()
+        while (delivery := self._take()) is None:
+            ctx._sim.block(ctx._inst)
+        return delivery
+
+
+class Offsets:
+    """The offset store, keyed by input partition name; tables share its atomic writes."""
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    def get(self, partition: str) -> DLSN | None:
+        """The stored DLSN to resume ``partition`` from, or None."""
+        ctx = self._ctx
+        ctx._enter()
+        world = ctx._sim.world
+        world.check_partition(partition)
+        dlsn = world.store.get(partition)
+        world.record(
+            EventKind.FETCH,
+            process=ctx._inst.number,
+            partition=partition,
+            offset=None if dlsn is None else world.position(partition, dlsn),
+            dlsn=None if dlsn is None else dlsn.serialize(),
+        )
+        return dlsn
+
+    def put(self, partition: str, dlsn: DLSN) -> None:
+        """Store where to resume ``partition`` (one write)."""
+        self.commit({partition: dlsn})
+
+    def get_state(self, key: str) -> bytes | None:
+        """Processor state committed with offsets (``commit(state=...)``)."""
+        self._ctx._enter()
+        return self._ctx._sim.world.store.get_state(f"state:{key}")
+
+    def commit(
+        self,
+        offsets: Mapping[str, DLSN] | None = None,
+        *,
+        tables: Mapping[str, Mapping[str, int]] | None = None,
+        state: Mapping[str, bytes | None] | None = None,
+        fenced: bool = False,
+    ) -> None:
+        """Write offsets, table entries and state in one atomic write.
+
+        ``fenced=True`` first checks that this instance still owns the world (it called
+        :meth:`Context.claim` and nobody claimed after it), as Kafka's transactional producer
+        epochs do; otherwise :class:`Fenced` is raised and nothing is written.
+        """
+        ctx = self._ctx
+        ctx._enter()
+        world = ctx._sim.world
+        inst = ctx._inst
+        if fenced and world.owner_epoch != inst.number:
+            raise Fenced(
+                f"instance {inst.number} is fenced: instance {world.owner_epoch} claimed "
+                "ownership after it; a zombie must not write"
+            )
+        offsets = dict(offsets or {})
+        positions = {}
+        for partition, dlsn in offsets.items():
+            world.check_partition(partition)
+            if type(dlsn) is not DLSN:
+                raise ConfigError(f"offset for {partition!r} must be a DLSN, got {dlsn!r}")
+            positions[partition] = world.position(partition, dlsn)
+        raw: dict[str, bytes | None] = {}
+        puts = []
+        for table, entries in (tables or {}).items():
+            ctx._check_table(table)
+            for key, value in entries.items():
+                if type(value) is not int or type(key) is not str:
+                    raise ConfigError(
+                        f"table {table!r} entries must be str -> int, got {key!r}: {value!r}"
+                    )
+                raw[table_key(table, key)] = str(value).encode()
+                puts.append((table, key, value))
+        for key, value in (state or NO_STATE).items():
+            raw[f"state:{key}"] = value
+        if not offsets and not raw:
+            return
+        world.store_write(offsets, raw)
+        for partition, dlsn in offsets.items():
+            world.stored[partition] = positions[partition]
+            world.record(
+                EventKind.COMMIT,
+                process=inst.number,
+                partition=partition,
+                offset=positions[partition],
+                dlsn=dlsn.serialize(),
+            )
+        for table, key, value in puts:
+            world.table_keys[table].add(key)
+            world.record(EventKind.PUT, process=inst.number, sink=table, key=key, value=value)
+
+
+class Table:
+    """A key -> int table sink (stored in the offset store's state, last write wins)."""
+
+    def __init__(self, ctx: Context, name: str) -> None:
+        ctx._check_table(name)
+        self._ctx = ctx
+        self.name = name
+
+    def get(self, key: str) -> int | None:
+        ctx = self._ctx
+        ctx._enter()
+        raw = ctx._sim.world.store.get_state(table_key(self.name, key))
+        return None if raw is None else int(raw)
+
+    def put(self, key: str, value: int) -> None:
+        """Store ``value`` under ``key`` (one write; a lost ack makes the client write twice)."""
+        ctx = self._ctx
+        retries = 2 if ctx._sim.take_lost_ack(ctx._inst) else 1
+        for _ in range(retries):
+            ctx.offsets.commit(tables={self.name: {key: value}})
+
+
+class OutputLog:
+    """An output log sink: ``emit`` buffers, ``commit`` makes outputs visible and durable."""
+
+    def __init__(self, ctx: Context, name: str, idempotent: bool) -> None:
+        spec = ctx._sim.world.topology.sinks.get(name)
+        if spec is None or spec.kind is not SinkKind.LOG:
+            raise ConfigError(
+                f"{name!r} is not a log sink of this topology; its log sinks are "
+                f"{ctx._sim.world.topology.log_sinks()}"
+            )
+        self._ctx = ctx
+        self.name = name
+        self._log = f"out-{name}"
+        self._writer: LogWriter | None = None
+        self._pending: list[bytes] = []
+        self.idempotent = idempotent
+
+    def _open(self) -> LogWriter:
+        ctx = self._ctx
+        if ctx._inst.fenced:
+            raise Fenced(
+                f"instance {ctx._inst.number} lost ownership of log {self._log!r} (another "
+                "instance took over); its writes are fenced"
+            )
+        if self._writer is None:
+            world = ctx._sim.world
+            world.sync_txid(self._log)
+            self._writer = world.logs[self._log].open_writer()
+            ctx._inst.writers.append(self._writer)
+        return self._writer
+
+    def emit(
+        self,
+        source: Delivery | str | None,
+        *,
+        key: str | None = None,
+        value: int | None = None,
+        part: int = 0,
+        parts: int = 1,
+    ) -> int:
+        """Write one output derived from ``source`` (a Delivery, a record id, or None).
+
+        ``key``/``value`` default to the delivery's. ``part``/``parts`` name this output
+        among several produced for one input. Returns the output id.
+        """
+        ctx = self._ctx
+        ctx._enter()
+        writer = self._open()
+        world = ctx._sim.world
+        if isinstance(source, Delivery):
+            record_id: str | None = source.record_id
+            dlsn: DLSN | None = source.dlsn
+            key = source.key if key is None else key
+            value = source.value if value is None else value
+        else:
+            record_id, dlsn = source, None
+        output_id = world.next_output_id
+        world.next_output_id += 1
+        payload = encode_output(output_id, record_id, part, parts, key, value, dlsn)
+        writer.write(LogRecord(world.next_txid(self._log), payload))
+        self._pending.append(payload)
+        world.record(
+            EventKind.EMIT,
+            process=ctx._inst.number,
+            sink=self.name,
+            output_id=output_id,
+            record_id=record_id,
+            part=part,
+            parts=parts,
+            key=key,
+            value=value,
+        )
+        return output_id
+
+    def commit(self) -> None:
+        """Make every emitted output visible and durable (a lost ack resends them)."""
+        ctx = self._ctx
+        ctx._enter()
+        writer = self._open()
+        writer.commit()
+        # An idempotent producer's retry is recognised by the log and dropped (Kafka's
+        # enable.idempotence); a plain one appends the batch a second time.
+        if ctx._sim.take_lost_ack(ctx._inst) and self._pending and not self.idempotent:
+            world = ctx._sim.world
+            for payload in self._pending:
+                writer.write(LogRecord(world.next_txid(self._log), payload))
+            writer.commit()
+        self._pending.clear()
+
+    def last(self) -> OutputRecord | None:
+        """The last committed output of this log, or None if there is none."""
+        ctx = self._ctx
+        ctx._enter()
+        try:
+            item = ctx._sim.world.logs[self._log].get_last_log_record()
+        except LogEmpty:
+            return None
+        return decode_output(item.payload, f"output log {self._log!r}")
+
+
+class Context:
+    """A processor instance's handle on the world (see the module docstring)."""
+
+    def __init__(self, sim: Simulator, inst: Instance) -> None:
+        self._sim = sim
+        self._inst = inst
+        self.offsets = Offsets(self)
+        self._outputs: dict[str, OutputLog] = {}
+
+    @property
+    def instance(self) -> int:
+        """This instance's number (1, 2, ... in start order); also its ownership epoch."""
+        return self._inst.number
+
+    @property
+    def partitions(self) -> tuple[str, ...]:
+        """The input partition names (``in-0``, ...)."""
+        return self._sim.world.partitions
+
+    def _enter(self) -> None:
+        self._sim.enter(self._inst)
+
+    def _check_table(self, name: str) -> None:
+        spec = self._sim.world.topology.sinks.get(name)
+        if spec is None or spec.kind is not SinkKind.TABLE:
+            raise ConfigError(
+                f"{name!r} is not a table sink of this topology; its table sinks are "
+                f"{self._sim.world.topology.table_sinks()}"
+            )
+
+    def read(self, partition: str, start: DLSN | None = None) -> Source:
+        """Records of ``partition`` from ``start`` (None: the beginning)."""
+        return Source(self, {partition: start})
+
+    def read_all(self, starts: Mapping[str, DLSN | None]) -> Source:
+        """Records of several partitions, merged in an order the schedule picks."""
+        return Source(self, dict(starts))
+
+    def output(self, name: str = "out", *, idempotent: bool = False) -> OutputLog:
+        """The output log sink ``name`` (one writer per instance).
+
+        ``idempotent=True`` is a producer whose retries the log deduplicates, so a lost
+        acknowledgement (``LoseAck``) does not duplicate the batch.
+        """
+        out = self._outputs.get(name)
+        if out is None:
+            out = self._outputs[name] = OutputLog(self, name, idempotent)
+        return out
+
+    def table(self, name: str) -> Table:
+        return Table(self, name)
+
+    def claim(self) -> None:
+        """Become the owner: later ``commit(fenced=True)`` by older instances fail."""
+        self._enter()
+        self._sim.world.owner_epoch = self._inst.number
+
+    def on_timer(self, callback: Callable[[], Any]) -> None:
+        """Run ``callback`` whenever the schedule fires this instance's timers (``Tick``)."""
+        self._inst.timers.append(callback)
+
+    def map_async(
+        self,
+        fn: Callable[[T], R],
+        items: Iterable[T],
+        *,
+        parallelism: int,
+        ordered: bool,
+    ) -> Iterator[tuple[T, R]]:
+        """Run ``fn`` on up to ``parallelism`` items at a time; yield ``(item, result)``.
+
+        Which in-flight task completes next is a schedule choice (``Reorder``); each
+        completion is a fault point and runs ``fn`` then. ``ordered=True`` yields in input
+        order (Akka's ``mapAsync``), ``ordered=False`` in completion order
+        (``mapAsyncUnordered``).
+        """
+        if type(parallelism) is not int or parallelism < 1:
+            raise ConfigError(f"map_async parallelism must be an int >= 1, got {parallelism!r}")
+        return self._map_async(fn, items, parallelism, ordered)
+
+    def _map_async(
+        self, fn: Callable[[T], R], items: Iterable[T], parallelism: int, ordered: bool
+    ) -> Iterator[tuple[T, R]]:
+        sim, inst = self._sim, self._inst
+        iterator = iter(items)
+        poll = iterator.poll if isinstance(iterator, Source) else None
+        in_flight: deque[tuple[int, T]] = deque()
+        finished: dict[int, tuple[T, R]] = {}
+        submitted = yielded = 0
+        exhausted = False
+        while True:
+            while not exhausted and len(in_flight) < parallelism:
+                if poll is not None and in_flight:
+                    item = poll()
+                    if item is None:
+                        break
+                else:
+                    try:
+                        item = next(iterator)
+                    except StopIteration:
+                        exhausted = True
+                        break
+                in_flight.append((submitted, item))  # type: ignore[arg-type]
+                submitted += 1
+            if not in_flight:
+                return
+            self._enter()
+            pick = sim.choose(inst, len(in_flight)) if len(in_flight) > 1 else 0
+            number, item = in_flight[pick]
+            del in_flight[pick]
+            result = fn(item)
+            if not ordered:
+                yield item, result
+                continue
+            finished[number] = (item, result)
+            while yielded in finished:
+                yield finished.pop(yielded)
+                yielded += 1

@@ -1,0 +1,394 @@
+"""The simulator: executes a schedule against a processor and records the history.
+
+Single-threaded and deterministic: each processor instance runs in a greenlet, and control
+passes between the simulator and an instance only at calls into the world. The schedule alone
+decides what happens next, so the same processor, topology, backend and schedule always give
+the same history, event for event.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import greenlet
+
+from harness.faults.schedule import (
+    Crash,
+    Duplicate,
+    LoseAck,
+    Produce,
+    Reorder,
+    Restart,
+    Run,
+    RunZombie,
+    Schedule,
+    Step,
+    Takeover,
+    Tick,
+    Truncate,
+)
+from harness.history.events import EventKind, History
+from harness.log.reader import LogReader
+from harness.log.writer import LogWriter
+from harness.sim.context import Context
+from harness.sim.topology import Topology
+from harness.sim.world import Backend, World
+
+__all__ = ["DRAIN_CALL_LIMIT", "Instance", "InstanceCrashed", "Processor", "Simulator", "simulate"]
+
+Processor = Callable[[Context], Any]
+
+DRAIN_CALL_LIMIT = 100_000
+"""Calls the drain allows before it declares the run incomplete (a processor that never
+settles, e.g. one that loops without reading)."""
+DRAIN_RESTART_LIMIT = 5
+"""Times the drain restarts a processor that died of an error before giving up."""
+_BLOCKED, _PAUSED, _DONE = "blocked", "paused", "done"
+
+
+class InstanceCrashed(BaseException):
+    """Raised inside a crashed instance (a BaseException, so ``except Exception`` in user
+    code does not swallow the crash)."""
+
+
+class Instance:
+    """One incarnation of the processor."""
+
+    __slots__ = (
+        "budget",
+        "context",
+        "dead",
+        "duplicates",
+        "fenced",
+        "greenlet",
+        "lost_acks",
+        "number",
+        "picks",
+        "readers",
+        "state",
+        "timer_greenlets",
+        "timers",
+        "writers",
+    )
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.budget = 0
+        self.dead = False
+        self.fenced = False
+        self.state = _PAUSED
+        self.duplicates = 0
+        self.lost_acks = 0
+        self.picks: deque[int] = deque()
+        self.timers: list[Callable[[], Any]] = []
+        self.timer_greenlets: list[greenlet.greenlet] = []
+        self.readers: list[LogReader] = []
+        self.writers: list[LogWriter] = []
+        self.greenlet: greenlet.greenlet | None = None
+        self.context: Context | None = None
+
+
+class Simulator:
+    """Runs one schedule. Use :func:`simulate` unless you need the world afterwards."""
+
+    def __init__(
+        self,
+        processor: Processor,
+        topology: Topology,
+        *,
+        backend: Backend = "memory",
+        directory: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.processor = processor
+        self.topology = topology
+        self.world = World(topology, backend, directory)
+        self.active: Instance | None = None
+        self.zombies: list[Instance] = []
+        self.instances = 0
+        self.calls = 0
+        self._main: greenlet.greenlet | None = None
+        self._draining = False
+
+    # -- called from instances (through Context) ---------------------------------------------
+
+    def enter(self, inst: Instance) -> None:
+        """A fault point: the instance is about to call into the world."""
+        if inst.dead:
+            raise InstanceCrashed
+        if greenlet.getcurrent() is inst.greenlet:
+            if inst.budget <= 0:
+                inst.state = _PAUSED
+                assert self._main is not None
+                self._main.switch()
+                if inst.dead:
+                    raise InstanceCrashed
+            inst.budget -= 1
+        self.calls += 1
+
+    def block(self, inst: Instance) -> None:
+        """The instance waits for input: hand control back until the next run step."""
+        if greenlet.getcurrent() is not inst.greenlet:
+            # a timer callback that would block: it is abandoned (periodic work never waits)
+            raise InstanceCrashed
+        inst.state = _BLOCKED
+        assert self._main is not None
+        self._main.switch()
+        if inst.dead:
+            raise InstanceCrashed
+
+    def choose(self, inst: Instance, options: int) -> int:
+        """A nondeterministic choice among ``options``: the schedule's next pick, else 0."""
+        return inst.picks.popleft() % options if inst.picks else 0
+
+    def take_lost_ack(self, inst: Instance) -> bool:
+        if inst.lost_acks:
+            inst.lost_acks -= 1
+            return True
+        return False
+
+    # -- instance lifecycle ----------------------------------------------------------------
+
+    def _start(self) -> Instance:
+        self.instances += 1
+        inst = Instance(self.instances)
+        ctx = Context(self, inst)
+        inst.context = ctx
+        processor = self.processor
+
+        def body() -> None:
+            processor(ctx)
+
+        inst.greenlet = greenlet.greenlet(body, parent=self._main)
+        self.world.record(EventKind.START, process=inst.number)
+        self.active = inst
+        return inst
+
+    def _resume(self, inst: Instance, budget: int) -> None:
+        """Let ``inst`` make up to ``budget`` calls (or until it blocks or ends)."""
+        if inst.dead or inst.state == _DONE:
+            return
+        g = inst.greenlet
+        assert g is not None
+        inst.budget = budget
+        inst.state = _PAUSED
+        try:
+            g.switch()
+        except InstanceCrashed:
+            pass
+        except Exception as exc:  # the processor died of an error
+            self._died(inst, exc)
+            return
+        if g.dead and not inst.dead:
+            inst.state = _DONE
+
+    def _died(self, inst: Instance, exc: BaseException) -> None:
+        self._release(inst)
+        self.world.record(
+            EventKind.ERROR, process=inst.number, detail=f"{type(exc).__name__}: {exc}"
+        )
+        self._forget(inst)
+
+    def _forget(self, inst: Instance) -> None:
+        if self.active is inst:
+            self.active = None
+        if inst in self.zombies:
+            self.zombies.remove(inst)
+
+    def _release(self, inst: Instance) -> None:
+        """What the operating system does for a dead process: its locks and handles go."""
+        inst.dead = True
+        for writer in inst.writers:
+            writer.abort()
+        for reader in inst.readers:
+            reader.close()
+        inst.writers.clear()
+        inst.readers.clear()
+        for g in [inst.greenlet, *inst.timer_greenlets]:
+            if g is not None and g:  # started and not finished: unwind it now, not at GC
+                try:
+                    g.throw(InstanceCrashed)
+                except InstanceCrashed:
+                    pass
+                except Exception:  # noqa: S110 - a dead process's cleanup code has no effect
+                    pass
+
+    def _crash(self, inst: Instance, machine: bool, keep: int) -> None:
+        self._release(inst)
+        self.world.record(
+            EventKind.CRASH, process=inst.number, detail="machine" if machine else "process"
+        )
+        self._forget(inst)
+        if machine:
+            self.world.machine_crash(keep)
+
+    def _tick(self, inst: Instance) -> None:
+        for callback in list(inst.timers):
+            if inst.dead:
+                return
+            g = greenlet.greenlet(callback, parent=self._main)
+            inst.timer_greenlets.append(g)
+            try:
+                g.switch()
+            except InstanceCrashed:
+                pass
+            except Exception as exc:
+                self._died(inst, exc)
+                return
+            if g.dead:
+                inst.timer_greenlets.remove(g)
+
+    # -- the schedule ----------------------------------------------------------------------
+
+    def _step(self, step: Step) -> None:
+        world = self.world
+        active = self.active
+        if isinstance(step, Produce):
+            partitions = world.partitions
+            world.produce(partitions[step.partition % len(partitions)], step.count, step.ack)
+        elif isinstance(step, Run):
+            # with nothing running, running means starting a fresh instance first
+            self._resume(active or self._start(), step.calls)
+        elif isinstance(step, Crash):
+            if active is not None:
+                self._crash(active, step.machine, step.keep)
+        elif isinstance(step, Restart):
+            if active is None:
+                self._start()
+        elif isinstance(step, Duplicate):
+            if active is not None:
+                active.duplicates += 1
+        elif isinstance(step, LoseAck):
+            if active is not None:
+                active.lost_acks += 1
+        elif isinstance(step, Reorder):
+            if active is not None:
+                active.picks.append(step.pick)
+        elif isinstance(step, Tick):
+            if active is not None:
+                self._tick(active)
+        elif isinstance(step, Takeover):
+            if active is not None:
+                active.fenced = True
+                for writer in active.writers:
+                    writer.abort()  # the new owner fences the old writer's log segments
+                active.writers.clear()
+                world.record(EventKind.ZOMBIE, process=active.number)
+                self.zombies.append(active)
+                self.active = None
+            self._start()
+        elif isinstance(step, RunZombie):
+            if self.zombies:
+                self._resume(self.zombies[0], step.calls)
+        elif isinstance(step, Truncate):
+            partitions = world.partitions
+            world.truncate(partitions[step.partition % len(partitions)], step.upto)
+        else:  # pragma: no cover - Schedule rejects anything else
+            raise AssertionError(step)
+
+    def _progress(self) -> tuple[int, ...]:
+        """A fingerprint of everything the drain waits to settle."""
+        world = self.world
+        counts = [0, 0]
+        for event in world.record.events[self._drain_start :]:
+            if event.kind in (EventKind.READ, EventKind.EMIT, EventKind.PUT):
+                counts[0] += 1
+            elif event.kind is EventKind.START:
+                counts[1] += 1
+        stored = tuple(-1 if v is None else v for v in world.stored.values())
+        return (*counts, *stored)
+
+    def _drain(self) -> str:
+        world = self.world
+        world.record(EventKind.DRAIN)
+        self._drain_start = len(world.record.events)
+        for zombie in list(self.zombies):
+            self._crash(zombie, False, 0)
+        restarts = 0
+        before = self._progress()
+        start_calls = self.calls
+        while True:
+            if self.active is None:
+                if restarts > DRAIN_RESTART_LIMIT:
+                    return (
+                        f"incomplete: the processor died {restarts} times during the drain "
+                        "(see its error events)"
+                    )
+                restarts += 1
+                self._start()
+            active = self.active
+            assert active is not None
+            self._resume(active, DRAIN_CALL_LIMIT)
+            if self.active is active:
+                self._tick(active)
+                if self.active is active:
+                    self._resume(active, DRAIN_CALL_LIMIT)
+            if self.calls - start_calls > DRAIN_CALL_LIMIT:
+                return f"incomplete: the drain did not settle within {DRAIN_CALL_LIMIT} calls"
+            after = self._progress()
+            if after == before and self.active is not None:
+                return "complete"
+            if self.active is not None and self.active.state == _DONE and after == before:
+                return "complete"
+            before = after
+
+    def run(self, schedule: Schedule) -> None:
+        """Execute the schedule (and the drain), then record the sinks' final contents."""
+        self._main = greenlet.getcurrent()
+        self._drain_start = 0
+        self._start()
+        for step in schedule.steps:
+            self._step(step)
+        if schedule.drain:
+            outcome = self._drain()
+        else:
+            outcome = "incomplete: the schedule has no drain"
+        for inst in [*self.zombies, *([self.active] if self.active else [])]:
+            self._release(inst)
+        self.zombies.clear()
+        self.active = None
+        self.world.observe()
+        self.world.record(EventKind.END, detail=outcome)
+
+    def close(self) -> None:
+        self.world.close()
+
+
+def run_id_of(processor: Processor, topology: Topology, backend: str, schedule: Schedule) -> str:
+    text = f"{processor_path(processor)}|{topology.to_json()}|{backend}|{schedule.dumps()}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def processor_path(processor: Processor) -> str:
+    module = getattr(processor, "__module__", None) or "?"
+    name = getattr(processor, "__qualname__", None) or type(processor).__qualname__
+    return f"{module}:{name}"
+
+
+def simulate(
+    processor: Processor,
+    schedule: Schedule,
+    *,
+    topology: Topology | None = None,
+    backend: Backend = "memory",
+    directory: str | os.PathLike[str] | None = None,
+) -> History:
+    """Run ``processor`` under ``schedule`` and return the recorded history."""
+    topology = topology or Topology()
+    sim = Simulator(processor, topology, backend=backend, directory=directory)
+    try:
+        sim.run(schedule)
+        return sim.world.history(
+            run_id_of(processor, topology, backend, schedule),
+            {
+                "processor": processor_path(processor),
+                "backend": backend,
+                "topology": topology.to_json(),
+                "schedule": schedule.to_json(),
+            },
+        )
+    finally:
+        sim.close()

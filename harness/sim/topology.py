@@ -1,0 +1,103 @@
+"""What a processor expects of the world: input partitions, keys, sinks, store settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from harness.errors import ConfigError
+from harness.history.events import Aggregate, SinkKind, SinkSpec
+from harness.log.names import validate_log_name
+
+__all__ = ["Topology", "log_sink", "table_sink"]
+
+
+def log_sink(*, ordered: bool = False) -> SinkSpec:
+    """An output log; ``ordered=True`` also checks per-partition order of first outputs."""
+    return SinkSpec(SinkKind.LOG, ordered=ordered)
+
+
+def table_sink(aggregate: Aggregate | str | None = None) -> SinkSpec:
+    """A key-value table; with ``aggregate`` ("count"/"sum") its final values are checked."""
+    return SinkSpec(SinkKind.TABLE, aggregate=None if aggregate is None else Aggregate(aggregate))
+
+
+def _default_sinks() -> Mapping[str, SinkSpec]:
+    return MappingProxyType({"out": log_sink()})
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    """The world a processor runs in.
+
+    ``partitions`` input logs named ``in-0``, ``in-1``, ...; input record ``n`` has key
+    ``k{n % keys}``; ``sinks`` maps sink names to their specs (log sinks become output logs,
+    table sinks live in the offset store's state, so they can commit atomically with offsets);
+    ``offset_sync`` says whether offset-store writes are fsynced (then a machine crash loses
+    nothing); ``segment_records`` is the input logs' segment size (small, so that retention
+    has whole segments to truncate).
+    """
+
+    partitions: int = 1
+    keys: int = 3
+    sinks: Mapping[str, SinkSpec] = field(default_factory=_default_sinks)
+    offset_sync: bool = False
+    segment_records: int = 4
+
+    def __post_init__(self) -> None:
+        for name in ("partitions", "keys", "segment_records"):
+            value = getattr(self, name)
+            if type(value) is not int or not 1 <= value <= 10_000:
+                raise ConfigError(f"Topology {name} must be an int in [1, 10000], got {value!r}")
+        if type(self.offset_sync) is not bool:
+            raise ConfigError(f"Topology offset_sync must be True or False, got {self.offset_sync!r}")
+        if not isinstance(self.sinks, Mapping) or not self.sinks:
+            raise ConfigError(
+                f"Topology sinks must be a non-empty mapping of name -> SinkSpec, got "
+                f"{self.sinks!r}; e.g. {{'out': log_sink()}}"
+            )
+        for name, spec in self.sinks.items():
+            if not isinstance(spec, SinkSpec):
+                raise ConfigError(
+                    f"sink {name!r} must be a SinkSpec (log_sink() or table_sink()), got {spec!r}"
+                )
+            validate_log_name(f"out-{name}")
+            if ":" in name:
+                raise ConfigError(f"sink name {name!r} must not contain ':'")
+        object.__setattr__(self, "sinks", MappingProxyType(dict(self.sinks)))
+
+    @property
+    def partition_names(self) -> tuple[str, ...]:
+        return tuple(f"in-{i}" for i in range(self.partitions))
+
+    def log_sinks(self) -> list[str]:
+        return sorted(n for n, s in self.sinks.items() if s.kind is SinkKind.LOG)
+
+    def table_sinks(self) -> list[str]:
+        return sorted(n for n, s in self.sinks.items() if s.kind is SinkKind.TABLE)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "partitions": self.partitions,
+            "keys": self.keys,
+            "sinks": {n: s.to_json() for n, s in sorted(self.sinks.items())},
+            "offset_sync": self.offset_sync,
+            "segment_records": self.segment_records,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Topology:
+        try:
+            return cls(
+                partitions=data["partitions"],
+                keys=data["keys"],
+                sinks={n: SinkSpec.from_json(s) for n, s in data["sinks"].items()},
+                offset_sync=data.get("offset_sync", False),
+                segment_records=data.get("segment_records", 4),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            raise ConfigError(f"bad topology {dict(data)!r:.200}: {exc}") from None

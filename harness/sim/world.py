@@ -1,0 +1,319 @@
+"""The durable world a simulated run happens in: logs, the offset store, the producer, truth.
+
+The world owns everything that outlives a processor instance: the input and output logs (a
+reference-log namespace, memory or LevelDB), the offset store (memory or LevelDB; table sinks
+live in its state key space so they can be committed atomically with offsets) and the history
+being recorded. Instances reach it only through their :class:`~harness.sim.context.Context`.
+
+A machine crash loses unsynced offset-store writes. On the memory backend that is the store's
+own model (:meth:`MemoryOffsetStorage.lose_unsynced`); on LevelDB, whose page cache a test
+cannot drop, the world keeps the previous bytes of every unsynced write and puts them back
+(newest first), then syncs: exactly what LevelDB's log would recover after losing that suffix.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from harness.errors import ConfigError, LogEmpty
+from harness.history.events import Event, EventKind, History, HistoryMeta
+from harness.log.config import LogConfig
+from harness.log.dlsn import DLSN
+from harness.log.manager import LogManager
+from harness.log.namespace import Namespace, leveldb_uri, open_namespace
+from harness.log.record import LogRecord
+from harness.log.writer import LogWriter
+from harness.offsets.leveldb import LevelDBOffsetStore
+from harness.offsets.memory import MemoryOffsetStorage, MemoryOffsetStore
+from harness.sim.records import decode_input, decode_output, encode_input
+from harness.sim.topology import Topology
+
+__all__ = ["Backend", "World"]
+
+Backend = Literal["memory", "leveldb"]
+BACKENDS: tuple[Backend, ...] = ("memory", "leveldb")
+_names = itertools.count()
+
+
+def table_key(table: str, key: str) -> str:
+    return f"table:{table}:{key}"
+
+
+class Recorder:
+    """Appends events with consecutive indices."""
+
+    __slots__ = ("events",)
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def __call__(self, kind: EventKind, **fields: Any) -> Event:
+        event = Event(len(self.events), kind, **fields)
+        self.events.append(event)
+        return event
+
+
+class World:
+    """Logs, offset store, producer and history of one run. Close it when done."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        backend: Backend = "memory",
+        directory: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self.topology = topology
+        self.backend: Backend = backend
+        self.record = Recorder()
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._memory_name = ""
+        config = LogConfig(segment_max_records=topology.segment_records)
+        if backend == "memory":
+            self._memory_name = f"harness-sim-{os.getpid()}-{next(_names)}"
+            self.namespace: Namespace = open_namespace(
+                f"distributedlog-memory://{self._memory_name}", config=config
+            )
+            self._storage: MemoryOffsetStorage | None = MemoryOffsetStorage(self._memory_name)
+            self.store: MemoryOffsetStore | LevelDBOffsetStore = MemoryOffsetStore(
+                sync=topology.offset_sync, storage=self._storage
+            )
+        else:
+            if directory is None:
+                self._tmp = tempfile.TemporaryDirectory(prefix="harness-sim-")
+                directory = self._tmp.name
+            root = Path(directory)
+            self.namespace = open_namespace(leveldb_uri(root / "logs"), config=config)
+            self._storage = None
+            self.store = LevelDBOffsetStore(root / "offsets", sync=topology.offset_sync)
+        # LevelDB machine-crash model: per unsynced write, the (key, previous bytes) it replaced.
+        self._undo: list[list[tuple[bytes, bytes | None]]] = []
+        self.partitions = topology.partition_names
+        self.logs: dict[str, LogManager] = {}
+        for name in self.partitions + tuple(f"out-{s}" for s in topology.log_sinks()):
+            self.namespace.create_log(name)
+            self.logs[name] = self.namespace.open_log(name)
+        # Input truth: per partition, DLSNs and record ids of committed records, by position.
+        self.dlsns: dict[str, list[DLSN]] = {p: [] for p in self.partitions}
+        self.record_ids: dict[str, list[str]] = {p: [] for p in self.partitions}
+        self.low_watermark: dict[str, int] = dict.fromkeys(self.partitions, 0)
+        self._producer_writers: dict[str, LogWriter] = {}
+        self._producer_readers = {p: self.logs[p].open_reader(DLSN.INITIAL) for p in self.partitions}
+        self._next_record = 0
+        self._txid: dict[str, int] = dict.fromkeys(self.logs, 0)
+        self.next_output_id = 0
+        # What the offset store holds per partition, as a position (None: no offset).
+        self.stored: dict[str, int | None] = dict.fromkeys(self.partitions, None)
+        self.table_keys: dict[str, set[str]] = {t: set() for t in topology.table_sinks()}
+        self.owner_epoch = 0
+        self.closed = False
+
+    # -- positions -------------------------------------------------------------------------
+
+    def position(self, partition: str, dlsn: DLSN) -> int:
+        """How many committed input records of ``partition`` lie before ``dlsn``."""
+        return bisect.bisect_left(self.dlsns[partition], dlsn)
+
+    def check_partition(self, partition: object) -> str:
+        if partition not in self.dlsns:
+            raise ConfigError(
+                f"unknown input partition {partition!r}; this topology's partitions are "
+                f"{list(self.partitions)} (offsets are stored under the partition name)"
+            )
+        return partition  # type: ignore[return-value]
+
+    def next_txid(self, log: str) -> int:
+        self._txid[log] += 1
+        return self._txid[log]
+
+    def sync_txid(self, log: str) -> None:
+        """Continue after the highest txid already in ``log`` (a new writer after a crash)."""
+        try:
+            last = self.logs[log].get_last_txid()
+        except LogEmpty:
+            return
+        self._txid[log] = max(self._txid[log], last)
+
+    # -- the input producer ----------------------------------------------------------------
+
+    def produce(self, partition: str, count: int, ack: bool) -> None:
+        """Append ``count`` records; acknowledged only if ``ack`` (else the producer crashes)."""
+        writer = self._producer_writers.get(partition)
+        if writer is None:
+            self.sync_txid(partition)
+            writer = self._producer_writers[partition] = self.logs[partition].open_writer()
+        record = self.record
+        base = len(self.dlsns[partition])
+        keys = self.topology.keys
+        appended = []
+        for i in range(count):
+            n = self._next_record
+            self._next_record += 1
+            record_id, key, value = f"r{n}", f"k{n % keys}", n % 5 + 1
+            writer.write(LogRecord(self.next_txid(partition), encode_input(record_id, key, value)))
+            record(
+                EventKind.APPEND,
+                partition=partition,
+                offset=base + i,
+                record_id=record_id,
+                key=key,
+                value=value,
+            )
+            appended.append(record_id)
+        if not ack:
+            writer.abort()
+            del self._producer_writers[partition]
+            return
+        writer.commit()
+        reader = self._producer_readers[partition]
+        dlsns, ids = self.dlsns[partition], self.record_ids[partition]
+        while (item := reader.read_next()) is not None:
+            rid, _, _ = decode_input(item.payload, f"input log {partition!r}")
+            dlsns.append(item.dlsn)
+            ids.append(rid)
+            record(
+                EventKind.ACK,
+                partition=partition,
+                offset=len(dlsns) - 1,
+                record_id=rid,
+                dlsn=item.dlsn.serialize(),
+            )
+
+    def truncate(self, partition: str, upto: int) -> None:
+        """Retention: truncate below ``upto``, never past the stored offset."""
+        stored = self.stored[partition] or 0
+        target = min(upto, stored, len(self.dlsns[partition]))
+        if target <= self.low_watermark[partition]:
+            return
+        writer = self._producer_writers.get(partition)
+        if writer is None:
+            self.sync_txid(partition)
+            writer = self._producer_writers[partition] = self.logs[partition].open_writer()
+        dlsns = self.dlsns[partition]
+        writer.truncate(dlsns[target] if target < len(dlsns) else dlsns[-1].next())
+        try:
+            first = self.logs[partition].get_first_log_record().dlsn
+            low = self.position(partition, first)
+        except LogEmpty:
+            low = len(self.dlsns[partition])
+        if low > self.low_watermark[partition]:
+            self.low_watermark[partition] = low
+            self.record(EventKind.TRUNCATE, partition=partition, offset=low)
+
+    # -- the offset store ------------------------------------------------------------------
+
+    def store_write(
+        self,
+        offsets: Mapping[str, DLSN],
+        state: Mapping[str, bytes | None],
+    ) -> None:
+        """One atomic offset-store write (journaled for the LevelDB machine-crash model)."""
+        store = self.store
+        if isinstance(store, LevelDBOffsetStore) and not store.sync:
+            db = store._db  # the journal needs the raw previous bytes
+            assert db is not None
+            undo = [(p.encode(), db.get(p.encode())) for p in offsets]
+            undo += [(store._state_key(k), db.get(store._state_key(k))) for k in state]
+            self._undo.append(undo)
+        if len(offsets) == 1 and not state:
+            [(partition, dlsn)] = offsets.items()
+            store.put(partition, dlsn)
+        else:
+            store.commit(dict(offsets), dict(state))
+
+    def machine_crash(self, keep: int) -> None:
+        """Lose the unsynced offset-store writes except the first ``keep``; record rollbacks."""
+        if self._storage is not None:
+            self._storage.lose_unsynced(min(keep, self._storage.unsynced_count))
+        else:
+            store = self.store
+            assert isinstance(store, LevelDBOffsetStore)
+            db = store._db
+            assert db is not None
+            lost, self._undo = self._undo[keep:], []
+            with db.write_batch(sync=True) as batch:
+                for undo in reversed(lost):
+                    for key, previous in undo:
+                        if previous is None:
+                            batch.delete(key)
+                        else:
+                            batch.put(key, previous)
+        for partition in self.partitions:
+            dlsn = self.store.get(partition)
+            now = None if dlsn is None else self.position(partition, dlsn)
+            if now != self.stored[partition]:
+                self.stored[partition] = now
+                self.record(
+                    EventKind.ROLLBACK,
+                    partition=partition,
+                    offset=now,
+                    dlsn=None if dlsn is None else dlsn.serialize(),
+                )
+
+    def sync_point(self) -> None:
+        """Nothing unsynced is left to lose (after a synced write)."""
+        self._undo.clear()
+
+    # -- the end ---------------------------------------------------------------------------
+
+    def observe(self) -> None:
+        """Record the final contents of every sink (after the drain)."""
+        record = self.record
+        for sink in self.topology.log_sinks():
+            log = f"out-{sink}"
+            with self.logs[log].open_reader(DLSN.INITIAL) as reader:
+                while (item := reader.read_next()) is not None:
+                    out = decode_output(item.payload, f"output log {log!r}")
+                    record(
+                        EventKind.OBSERVE,
+                        sink=sink,
+                        output_id=out.output_id,
+                        record_id=out.record_id,
+                        part=out.part,
+                        parts=out.parts,
+                        key=out.key,
+                        value=out.value,
+                        dlsn=item.dlsn.serialize(),
+                    )
+        for table in self.topology.table_sinks():
+            for key in sorted(self.table_keys[table]):
+                raw = self.store.get_state(table_key(table, key))
+                if raw is not None:
+                    record(EventKind.OBSERVE, sink=table, key=key, value=int(raw))
+
+    def history(self, run_id: str, extra: Mapping[str, Any]) -> History:
+        meta = HistoryMeta(
+            partitions=self.partitions,
+            sinks=dict(self.topology.sinks),
+            run_id=run_id,
+            extra=dict(extra),
+        )
+        return History(meta, tuple(self.record.events))
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for writer in self._producer_writers.values():
+            writer.abort()
+        for reader in self._producer_readers.values():
+            reader.close()
+        for manager in self.logs.values():
+            manager.close()
+        self.store.close()
+        self.namespace.close()
+        if self._memory_name:
+            from harness.log.storage.memory import forget_memory_namespaces
+            from harness.offsets.memory import forget_memory_offset_storages
+
+            forget_memory_namespaces(self._memory_name)
+            forget_memory_offset_storages(self._memory_name)
+        if self._tmp is not None:
+            self._tmp.cleanup()

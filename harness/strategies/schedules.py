@@ -1,0 +1,131 @@
+"""Hypothesis strategies that draw schedules, and shrink them towards short, fault-free ones.
+
+Each step is drawn as one alternative of a ``one_of``; Hypothesis shrinks by deleting steps
+and moving towards earlier alternatives and smaller numbers, so the common, harmless steps
+(``Run``, ``Produce``) come first and every fault's parameters shrink towards its mildest
+form (a process crash, not a machine crash; ``keep=0``; one call).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+
+from hypothesis import strategies as st
+
+from harness.errors import ConfigError
+from harness.faults.schedule import (
+    Crash,
+    Duplicate,
+    LoseAck,
+    Produce,
+    Reorder,
+    Restart,
+    Run,
+    RunZombie,
+    Schedule,
+    Step,
+    Takeover,
+    Tick,
+    Truncate,
+)
+from harness.sim.topology import Topology
+
+__all__ = ["ALL_FAULTS", "Fault", "schedules", "steps"]
+
+
+class Fault(str, enum.Enum):
+    """The faults a strategy may draw (``Run`` and ``Produce`` are always drawn)."""
+
+    CRASH = "crash"
+    MACHINE_CRASH = "machine-crash"
+    RESTART = "restart"
+    PRODUCER_CRASH = "producer-crash"
+    DUPLICATE = "duplicate"
+    LOSE_ACK = "lose-ack"
+    REORDER = "reorder"
+    TICK = "tick"
+    ZOMBIE = "zombie"
+    TRUNCATE = "truncate"
+
+
+ALL_FAULTS: frozenset[Fault] = frozenset(Fault)
+
+
+def _faults(faults: Iterable[Fault | str] | None) -> frozenset[Fault]:
+    if faults is None:
+        return ALL_FAULTS
+    chosen = set()
+    for fault in faults:
+        try:
+            chosen.add(Fault(fault))
+        except ValueError:
+            raise ConfigError(
+                f"unknown fault {fault!r}; choose from {sorted(f.value for f in Fault)}"
+            ) from None
+    return frozenset(chosen)
+
+
+def steps(
+    topology: Topology | None = None,
+    faults: Iterable[Fault | str] | None = None,
+    *,
+    max_calls: int = 10,
+    max_records: int = 4,
+) -> st.SearchStrategy[Step]:
+    """One schedule step, drawn among ``Run``, ``Produce`` and the enabled ``faults``."""
+    topology = topology or Topology()
+    enabled = _faults(faults)
+    partition = st.integers(0, topology.partitions - 1)
+    run = st.builds(Run, calls=st.integers(1, max_calls))
+    produce = st.builds(
+        Produce,
+        partition=partition,
+        count=st.integers(1, max_records),
+        ack=st.just(True)
+        if Fault.PRODUCER_CRASH not in enabled
+        else st.booleans().map(lambda crashed: not crashed),
+    )
+    options: list[st.SearchStrategy[Step]] = [run, produce, run]
+    if Fault.CRASH in enabled or Fault.MACHINE_CRASH in enabled:
+        machine = st.booleans() if Fault.MACHINE_CRASH in enabled else st.just(False)
+        if Fault.CRASH not in enabled:
+            machine = st.just(True)
+        options.append(st.builds(Crash, machine=machine, keep=st.integers(0, 3)))
+    if Fault.RESTART in enabled:
+        options.append(st.just(Restart()))
+    if Fault.DUPLICATE in enabled:
+        options.append(st.just(Duplicate()))
+    if Fault.LOSE_ACK in enabled:
+        options.append(st.just(LoseAck()))
+    if Fault.REORDER in enabled:
+        options.append(st.builds(Reorder, pick=st.integers(1, 3)))
+    if Fault.TICK in enabled:
+        options.append(st.just(Tick()))
+    if Fault.ZOMBIE in enabled:
+        options.append(st.just(Takeover()))
+        options.append(st.builds(RunZombie, calls=st.integers(1, max_calls)))
+    if Fault.TRUNCATE in enabled:
+        options.append(st.builds(Truncate, partition=partition, upto=st.integers(1, 12)))
+    return st.one_of(options)
+
+
+def schedules(
+    topology: Topology | None = None,
+    faults: Iterable[Fault | str] | None = None,
+    *,
+    min_steps: int = 0,
+    max_steps: int = 30,
+    max_calls: int = 10,
+    max_records: int = 4,
+) -> st.SearchStrategy[Schedule]:
+    """Schedules of ``min_steps..max_steps`` steps (then a drain) for ``topology``."""
+    if type(max_steps) is not int or not 0 <= min_steps <= max_steps:
+        raise ConfigError(
+            f"need 0 <= min_steps <= max_steps, got min_steps={min_steps!r}, "
+            f"max_steps={max_steps!r}"
+        )
+    step = steps(topology, faults, max_calls=max_calls, max_records=max_records)
+    return st.lists(step, min_size=min_steps, max_size=max_steps).map(
+        lambda drawn: Schedule(tuple(drawn))
+    )
