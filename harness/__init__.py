@@ -1,10 +1,23 @@
 """A property-based correctness harness for at-least-once and exactly-once stream processing.
 
-The public surface, re-exported here: the reference log (:mod:`harness.log`), the offset
-stores (:mod:`harness.offsets`) and the errors (:mod:`harness.errors`, rooted in
-:class:`HarnessError`). Importing this package loads neither plyvel nor pyspark.
+The public surface, re-exported here: the engine (:func:`explore` a processor under drawn
+schedules, :func:`replay` a saved one, :func:`simulate` one schedule, :func:`check` a history),
+its values (:class:`Schedule` and its steps, :class:`Topology`, :class:`History`,
+:class:`Verdict`), the reference log (:mod:`harness.log`), the offset stores
+(:mod:`harness.offsets`) and the errors (:mod:`harness.errors`, rooted in
+:class:`HarnessError`). Importing this package loads neither plyvel, pyarrow nor pyspark.
 """
 
+from harness.check import (
+    Anomaly,
+    AnomalyKind,
+    Guarantee,
+    Status,
+    Verdict,
+    Witness,
+    check,
+    validate,
+)
 from harness.errors import (
     AlreadyClosed,
     AlreadyTruncatedTransaction,
@@ -12,6 +25,7 @@ from harness.errors import (
     CorruptData,
     DLException,
     EndOfStream,
+    Fenced,
     HarnessError,
     InvalidDLSN,
     InvalidStreamName,
@@ -21,6 +35,7 @@ from harness.errors import (
     LogNotFound,
     LogReadException,
     LogRecordTooLong,
+    MissingDependency,
     OwnershipAcquireFailed,
     StoreLocked,
     TransactionIdOutOfOrder,
@@ -28,6 +43,30 @@ from harness.errors import (
     WriteCancelled,
     WriteException,
 )
+from harness.explore import (
+    CounterexampleFound,
+    Exploration,
+    Failure,
+    Replay,
+    explore,
+    replay,
+    run_once,
+)
+from harness.faults import (
+    Crash,
+    Duplicate,
+    LoseAck,
+    Produce,
+    Reorder,
+    Restart,
+    Run,
+    RunZombie,
+    Schedule,
+    Takeover,
+    Tick,
+    Truncate,
+)
+from harness.history import Event, EventKind, History, read_history, write_history
 from harness.log import (
     DLSN,
     LogConfig,
@@ -48,18 +87,41 @@ from harness.offsets import (
     OffsetStore,
     open_offset_store,
 )
+from harness.sim import (
+    Context,
+    Delivery,
+    OutputRecord,
+    Topology,
+    log_sink,
+    simulate,
+    table_sink,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "DLSN",
     "AlreadyClosed",
     "AlreadyTruncatedTransaction",
+    "Anomaly",
+    "AnomalyKind",
     "ConfigError",
+    "Context",
     "CorruptData",
+    "CounterexampleFound",
+    "Crash",
     "DLException",
+    "DLSN",
+    "Delivery",
+    "Duplicate",
     "EndOfStream",
+    "Event",
+    "EventKind",
+    "Exploration",
+    "Failure",
+    "Fenced",
+    "Guarantee",
     "HarnessError",
+    "History",
     "InvalidDLSN",
     "InvalidStreamName",
     "LevelDBOffsetStore",
@@ -75,19 +137,46 @@ __all__ = [
     "LogRecordTooLong",
     "LogRecordWithDLSN",
     "LogWriter",
+    "LoseAck",
     "MemoryOffsetStorage",
     "MemoryOffsetStore",
+    "MissingDependency",
     "Namespace",
     "OffsetStore",
+    "OutputRecord",
     "OwnershipAcquireFailed",
+    "Produce",
+    "Reorder",
+    "Replay",
+    "Restart",
+    "Run",
+    "RunZombie",
+    "Schedule",
+    "Status",
     "StoreLocked",
+    "Takeover",
+    "Tick",
+    "Topology",
     "TransactionIdOutOfOrder",
+    "Truncate",
     "TxidCheck",
     "UnsupportedURI",
+    "Verdict",
+    "Witness",
     "WriteCancelled",
     "WriteException",
     "__version__",
+    "check",
+    "explore",
     "leveldb_uri",
+    "log_sink",
     "open_namespace",
     "open_offset_store",
+    "read_history",
+    "replay",
+    "run_once",
+    "simulate",
+    "table_sink",
+    "validate",
+    "write_history",
 ]

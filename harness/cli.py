@@ -55,8 +55,10 @@ def _replay(file: Path, history_path: Path | None) -> int:
         from harness.history.io import write_history
 
         write_history(history, history_path)
-    print(f"{spec.guarantee.value} for {spec.processor} ({spec.backend} backend): "
-          f"{verdict.status.name}")
+    print(
+        f"{spec.guarantee.value} for {spec.processor} ({spec.backend} backend): "
+        f"{verdict.status.name}"
+    )
     print(verdict.summary())
     print(f"schedule ({len(spec.schedule)} steps):")
     print(spec.schedule.describe())

@@ -20,16 +20,19 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from harness.check import Guarantee, Status, Verdict, check
 from harness.errors import ConfigError, HarnessError
 from harness.faults.schedule import Schedule
+from harness.faults.simplify import simplify
 from harness.history.events import History
 from harness.sim.simulator import Processor, processor_path, simulate
 from harness.sim.topology import Topology
 from harness.sim.world import BACKENDS, Backend
-from harness.strategies.schedules import Fault, schedules
+
+if TYPE_CHECKING:
+    from harness.strategies.schedules import Fault
 
 __all__ = [
     "REPLAY_VERSION",
@@ -175,8 +178,9 @@ def run_once(
     backend: Backend = "memory",
 ) -> tuple[History, Verdict]:
     """Simulate one schedule and check its history."""
+    guarantee = _guarantee(guarantee)
     history = simulate(processor, schedule, topology=topology, backend=backend)
-    return history, check(history, Guarantee(guarantee))
+    return history, check(history, guarantee)
 
 
 def replay(source: Replay | str | os.PathLike[str]) -> tuple[History, Verdict]:
@@ -200,6 +204,9 @@ class Failure:
     history: History
     seed: int
     examples: int
+    """Schedules simulated in all (search and shrinking)."""
+    first_failure_example: int
+    """Which drawn schedule failed first (1-based)."""
     first_failure_seconds: float
     replay_file: Path | None
     replay_command: str
@@ -211,8 +218,9 @@ class Failure:
             f"{self.guarantee.value} {held} for {self.processor} ({self.backend} backend): "
             f"{self.verdict.status.name}",
             self.verdict.summary(),
-            f"shrunk schedule ({len(self.schedule)} steps; found after {self.examples} "
-            f"examples, first failure after {self.first_failure_seconds:.2f} s):",
+            f"shrunk schedule ({len(self.schedule)} steps; first failure at schedule "
+            f"{self.first_failure_example} after {self.first_failure_seconds:.2f} s, "
+            f"{self.examples} schedules run in all):",
             self.schedule.describe(),
             f"schedule JSON: {self.schedule.dumps()}",
             f"seed: {self.seed}  (explore(..., seed={self.seed}) repeats this search)",
@@ -276,7 +284,9 @@ def explore(
     import hypothesis
     from hypothesis import HealthCheck, Phase, Verbosity
 
-    guarantee = Guarantee(guarantee)
+    from harness.strategies.schedules import schedules
+
+    guarantee = _guarantee(guarantee)
     topology = topology or Topology()
     if backend not in BACKENDS:
         raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -311,6 +321,7 @@ def explore(
         if verdict.status is not Status.VALID:
             if found["first"] is None:
                 found["first"] = time.perf_counter() - started
+                found["first_example"] = found["examples"]
             found["last"] = (schedule, history, verdict)
             raise _Failed
 
@@ -321,14 +332,26 @@ def explore(
     else:
         return Exploration(name, guarantee, found["examples"], seed)
     schedule, history, verdict = found["last"]
+    kinds = _failing_kinds(verdict)
+
+    def still_fails(candidate: Schedule) -> bool:
+        _, again = run_once(processor, candidate, guarantee, topology=topology, backend=backend)
+        return again.status is verdict.status and _failing_kinds(again) == kinds
+
+    simpler = simplify(schedule, still_fails)
+    if simpler != schedule:
+        schedule = simpler
+        history, verdict = run_once(
+            processor, schedule, guarantee, topology=topology, backend=backend
+        )
     spec = Replay(name, guarantee, topology, backend, schedule, _source_file(processor), seed)
     replay_file = None if failures_dir is None else spec.save(failures_dir)
     if replay_file is not None:
         command = f"python -m harness replay {replay_file}"
     else:
         command = (
-            f"python -c \"import harness; print(harness.replay(harness.Replay.from_json("
-            f"{json.dumps(spec.to_json())!r})))\""
+            f'python -c "import harness; print(harness.replay(harness.Replay.from_json('
+            f'{json.dumps(spec.to_json())!r})))"'
         )
     raise CounterexampleFound(
         Failure(
@@ -340,11 +363,25 @@ def explore(
             history=history,
             seed=seed,
             examples=found["examples"],
+            first_failure_example=found["first_example"],
             first_failure_seconds=found["first"],
             replay_file=replay_file,
             replay_command=command,
         )
     )
+
+
+def _guarantee(guarantee: object) -> Guarantee:
+    try:
+        return Guarantee(guarantee)
+    except ValueError:
+        raise ConfigError(
+            f"guarantee must be one of {[g.value for g in Guarantee]}, got {guarantee!r}"
+        ) from None
+
+
+def _failing_kinds(verdict: Verdict) -> frozenset[str]:
+    return frozenset(anomaly.kind.value for anomaly in verdict.anomalies)
 
 
 def _source_file(processor: Processor) -> str | None:

@@ -22,6 +22,7 @@ __all__ = ["TOYS", "Toy"]
 
 P = "in-0"
 COUNTS = Topology(sinks={"counts": table_sink("count")})
+ORDERED = Topology(sinks={"out": log_sink(ordered=True)})
 
 
 # -- at-least-once: output log, offsets in the offset store ---------------------------------
@@ -115,6 +116,57 @@ def async_unordered_highest(ctx: Context) -> None:
         if record.offset > highest:
             highest = record.offset
             ctx.offsets.put(P, record.next)
+
+
+def async_ordered_emitter(ctx: Context) -> None:
+    """Correct for an ordered sink: asynchronous work whose outputs are emitted in input order
+    (Akka's mapAsync); no offsets, so a restart replays everything (at-least-once)."""
+    out = ctx.output("out")
+    work = ctx.map_async(lambda r: r, ctx.read(P, None), parallelism=3, ordered=True)
+    for record, _ in work:
+        out.emit(record)
+        out.commit()
+
+
+def async_unordered_emitter(ctx: Context) -> None:
+    """Bug for an ordered sink: each task emits its output when it completes, in completion
+    order (mapAsyncUnordered), so one partition's outputs come out of order."""
+    source = ctx.read(P, None)
+    for _ in ctx.map_async(lambda r: _emit_one(ctx, r), source, parallelism=3, ordered=False):
+        pass
+
+
+def off_by_one_resume(ctx: Context) -> None:
+    """Bug: stores "the next position" but resumes *after* the stored position, so every
+    restart skips one record."""
+    out = ctx.output("out")
+    stored = ctx.offsets.get(P)
+    for record in ctx.read(P, None if stored is None else stored.next()):
+        out.emit(record)
+        out.commit()
+        ctx.offsets.put(P, record.next)
+
+
+def rewind_on_restart(ctx: Context) -> None:
+    """Bug (claimed exactly-once): on every start it reprocesses the log from the beginning
+    and stores offsets from there, re-emitting outputs and moving the offset back."""
+    out = ctx.output("out", idempotent=True)
+    for record in ctx.read(P, None):
+        out.emit(record)
+        out.commit()
+        ctx.offsets.put(P, record.next)
+
+
+def marker_in_output(ctx: Context) -> None:
+    """Bug: writes a batch marker into the data sink next to the real outputs; a consumer of
+    the sink sees an output that no input explains."""
+    out = ctx.output("out")
+    for record in ctx.read(P, ctx.offsets.get(P)):
+        out.emit(record)
+        if record.offset % 2 == 1:
+            out.emit(None, key="marker", value=0)
+        out.commit()
+        ctx.offsets.put(P, record.next)
 
 
 def rebuild_from_start(ctx: Context) -> None:
@@ -235,7 +287,8 @@ class Toy:
     guarantee: Guarantee
     topology: Topology = field(default_factory=Topology)
     expected: frozenset[AnomalyKind] = frozenset()
-    """Anomaly kinds at least one of which must be reported; empty for a correct toy."""
+    """The anomaly kinds its bug shows as; at least one of them must be reported (which ones
+    depends on the schedule found). Empty for a correct toy."""
     faults: frozenset[Fault] = ALL_FAULTS
     """The faults it is explored under (a broken toy: the faults its bug needs)."""
     twin: str | None = None
@@ -254,28 +307,106 @@ TOYS: Mapping[str, Toy] = {
     toy.name: toy
     for toy in (
         Toy(process_then_commit, _ALO),
-        Toy(commit_before_processing, _ALO, expected=frozenset({_A.LOST}),
-            faults=frozenset({Fault.CRASH}), twin="process_then_commit"),
+        Toy(
+            commit_before_processing,
+            _ALO,
+            expected=frozenset({_A.LOST, _A.OFFSET_AHEAD}),
+            faults=frozenset({Fault.CRASH}),
+            twin="process_then_commit",
+        ),
         Toy(timer_commits_processed, _ALO),
-        Toy(timer_commits_read, _ALO, expected=frozenset({_A.LOST}),
-            faults=frozenset({Fault.CRASH, Fault.TICK}), twin="timer_commits_processed"),
+        Toy(
+            timer_commits_read,
+            _ALO,
+            expected=frozenset({_A.LOST}),
+            faults=frozenset({Fault.CRASH, Fault.TICK}),
+            twin="timer_commits_processed",
+        ),
         Toy(async_ordered, _ALO),
-        Toy(async_unordered_highest, _ALO, expected=frozenset({_A.LOST}),
-            faults=frozenset({Fault.CRASH, Fault.REORDER}), twin="async_ordered"),
-        Toy(rebuild_from_start, _EO, COUNTS, expected=frozenset({_A.COUNT_MISMATCH}),
-            faults=frozenset({Fault.CRASH, Fault.TRUNCATE}), twin="fenced_counter"),
+        Toy(
+            async_unordered_highest,
+            _ALO,
+            expected=frozenset({_A.LOST}),
+            faults=frozenset({Fault.CRASH, Fault.REORDER}),
+            twin="async_ordered",
+        ),
+        Toy(async_ordered_emitter, _ALO, ORDERED),
+        Toy(
+            async_unordered_emitter,
+            _ALO,
+            ORDERED,
+            expected=frozenset({_A.NONMONOTONIC}),
+            faults=frozenset({Fault.REORDER}),
+            twin="async_ordered_emitter",
+        ),
+        Toy(
+            off_by_one_resume,
+            _ALO,
+            expected=frozenset({_A.SKIP, _A.LOST}),
+            faults=frozenset({Fault.CRASH}),
+            twin="process_then_commit",
+        ),
+        Toy(
+            rewind_on_restart,
+            _EO,
+            expected=frozenset({_A.OFFSET_REGRESSION, _A.DUPLICATE}),
+            faults=frozenset({Fault.CRASH}),
+            twin="dedup_transformer",
+        ),
+        Toy(
+            marker_in_output,
+            _ALO,
+            expected=frozenset({_A.UNEXPECTED}),
+            faults=frozenset(),
+            twin="process_then_commit",
+        ),
+        Toy(
+            rebuild_from_start,
+            _EO,
+            COUNTS,
+            expected=frozenset({_A.COUNT_MISMATCH}),
+            faults=frozenset({Fault.CRASH, Fault.TRUNCATE}),
+            twin="fenced_counter",
+        ),
         Toy(dedup_transformer, _EO),
-        Toy(no_dedup_transformer, _EO, expected=frozenset({_A.DUPLICATE}),
-            faults=frozenset({Fault.DUPLICATE}), twin="dedup_transformer"),
-        Toy(retrying_transformer, _EO, expected=frozenset({_A.DUPLICATE}),
-            faults=frozenset({Fault.LOSE_ACK}), twin="dedup_transformer"),
-        Toy(unsynced_offsets_transformer, _EO, expected=frozenset({_A.DUPLICATE}),
-            faults=frozenset({Fault.MACHINE_CRASH}), twin="dedup_transformer"),
+        Toy(
+            no_dedup_transformer,
+            _EO,
+            expected=frozenset({_A.DUPLICATE}),
+            faults=frozenset({Fault.DUPLICATE}),
+            twin="dedup_transformer",
+        ),
+        Toy(
+            retrying_transformer,
+            _EO,
+            expected=frozenset({_A.DUPLICATE}),
+            faults=frozenset({Fault.LOSE_ACK}),
+            twin="dedup_transformer",
+        ),
+        Toy(
+            unsynced_offsets_transformer,
+            _EO,
+            expected=frozenset({_A.DUPLICATE}),
+            faults=frozenset({Fault.MACHINE_CRASH}),
+            twin="dedup_transformer",
+        ),
         Toy(fenced_counter, _EO, COUNTS),
         Toy(atomic_counter, _EO, COUNTS, faults=_NO_ZOMBIE),
-        Toy(two_step_counter, _EO, COUNTS, expected=frozenset({_A.COUNT_MISMATCH}),
-            faults=frozenset({Fault.CRASH}), twin="atomic_counter"),
-        Toy(unfenced_counter, _EO, COUNTS, expected=frozenset({_A.COUNT_MISMATCH}),
-            faults=frozenset({Fault.ZOMBIE}), twin="fenced_counter"),
+        Toy(
+            two_step_counter,
+            _EO,
+            COUNTS,
+            expected=frozenset({_A.COUNT_MISMATCH}),
+            faults=frozenset({Fault.CRASH}),
+            twin="atomic_counter",
+        ),
+        Toy(
+            unfenced_counter,
+            _EO,
+            COUNTS,
+            expected=frozenset({_A.COUNT_MISMATCH}),
+            faults=frozenset({Fault.ZOMBIE}),
+            twin="fenced_counter",
+        ),
     )
 }

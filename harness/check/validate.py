@@ -77,9 +77,10 @@ def validate(history: History) -> list[str]:
     ``observe`` with ``output_id`` only a log sink; a log ``observe`` has ``output_id`` and
     ``part`` (its ``key``/``value`` are the output's), a table ``observe`` ``key`` and
     ``value``); appended record ids are unique; an append's offset is above the partition's
-    highest acknowledged offset (an unacknowledged append's position is taken again); ``ack`` and ``read``
-    name a record appended before them, at the same partition and offset; there is exactly one
-    ``end`` event and it is the last; there is at most one ``drain``.
+    highest acknowledged offset (an unacknowledged append's position is taken again);
+    ``ack`` and ``read`` name a record appended before them, at the same partition and
+    offset; there is exactly one ``end`` event and it is the last; there is at most one
+    ``drain``.
     """
     problems = _Problems()
     try:

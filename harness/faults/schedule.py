@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar, Final, Union
+from typing import Any, ClassVar, Final
 
 from harness.errors import ConfigError
 
@@ -52,6 +52,7 @@ __all__ = [
     "Restart",
     "Run",
     "RunZombie",
+    "STEP_TYPES",
     "Schedule",
     "Step",
     "Takeover",
@@ -127,9 +128,19 @@ class Truncate:
     op: ClassVar[str] = "truncate"
 
 
-Step = Union[
-    Produce, Run, Crash, Restart, Duplicate, LoseAck, Reorder, Tick, Takeover, RunZombie, Truncate
-]
+Step = (
+    Produce
+    | Run
+    | Crash
+    | Restart
+    | Duplicate
+    | LoseAck
+    | Reorder
+    | Tick
+    | Takeover
+    | RunZombie
+    | Truncate
+)
 STEP_TYPES: Final[Mapping[str, type[Step]]] = {
     cls.op: cls
     for cls in (
@@ -146,6 +157,8 @@ STEP_TYPES: Final[Mapping[str, type[Step]]] = {
         Truncate,
     )
 }
+
+_STEP_CLASSES: Final[frozenset[type]] = frozenset(STEP_TYPES.values())
 
 _LIMITS: Final[Mapping[str, tuple[int, int]]] = {
     "partition": (0, 1_000),
@@ -188,7 +201,9 @@ def step_from_json(data: object, where: str = "step") -> Step:
         value = data[name]
         if name == "ack" or name == "machine":
             if type(value) is not bool:
-                raise ConfigError(f"{where} ({op}) field {name!r} must be true or false, got {value!r}")
+                raise ConfigError(
+                    f"{where} ({op}) field {name!r} must be true or false, got {value!r}"
+                )
         else:
             low, high = _LIMITS[name]
             if type(value) is not int or not low <= value <= high:
@@ -209,10 +224,11 @@ class Schedule:
     version: int = SCHEDULE_VERSION
 
     def __post_init__(self) -> None:
-        if not isinstance(self.steps, tuple):
-            object.__setattr__(self, "steps", tuple(self.steps))
+        steps: object = self.steps
+        if not isinstance(steps, tuple):  # a list is accepted and frozen
+            object.__setattr__(self, "steps", tuple(steps))  # type: ignore[arg-type]
         for i, step in enumerate(self.steps):
-            if type(step) not in STEP_TYPES.values():
+            if type(step) not in _STEP_CLASSES:
                 raise ConfigError(
                     f"schedule step {i} is {step!r}, not a step; use Produce, Run, Crash, ... "
                     "from harness.faults"
@@ -253,7 +269,9 @@ class Schedule:
             )
         unknown = sorted(set(data) - {"version", "drain", "steps", "run"})
         if unknown:
-            raise ConfigError(f"schedule has unknown field(s) {unknown}; known: drain, steps, version")
+            raise ConfigError(
+                f"schedule has unknown field(s) {unknown}; known: drain, steps, version"
+            )
         steps = data.get("steps", [])
         if not isinstance(steps, Sequence) or isinstance(steps, str | bytes):
             raise ConfigError(f"schedule 'steps' must be a list, got {steps!r:.80}")

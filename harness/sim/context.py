@@ -71,6 +71,7 @@ class Source:
 
     def _take(self) -> Delivery | None:
         inst = self._ctx._inst
+        delivery: Delivery | None
         if inst.duplicates and self._last is not None:
             inst.duplicates -= 1
             last = self._last
@@ -81,7 +82,9 @@ class Source:
             ready = [p for p in self._readers if self._peek(p) is not None]
             if not ready:
                 return None
-            partition = ready[self._ctx._sim.choose(inst, len(ready))] if len(ready) > 1 else ready[0]
+            partition = (
+                ready[self._ctx._sim.choose(inst, len(ready))] if len(ready) > 1 else ready[0]
+            )
             delivery = self._ahead[partition]
             assert delivery is not None
             self._ahead[partition] = None
@@ -178,15 +181,15 @@ class Offsets:
         puts = []
         for table, entries in (tables or {}).items():
             ctx._check_table(table)
-            for key, value in entries.items():
-                if type(value) is not int or type(key) is not str:
+            for key, count in entries.items():
+                if type(count) is not int or type(key) is not str:
                     raise ConfigError(
-                        f"table {table!r} entries must be str -> int, got {key!r}: {value!r}"
+                        f"table {table!r} entries must be str -> int, got {key!r}: {count!r}"
                     )
-                raw[table_key(table, key)] = str(value).encode()
-                puts.append((table, key, value))
-        for key, value in (state or NO_STATE).items():
-            raw[f"state:{key}"] = value
+                raw[table_key(table, key)] = str(count).encode()
+                puts.append((table, key, count))
+        for name, value in (state or NO_STATE).items():
+            raw[f"state:{name}"] = value
         if not offsets and not raw:
             return
         world.store_write(offsets, raw)
@@ -199,9 +202,9 @@ class Offsets:
                 offset=positions[partition],
                 dlsn=dlsn.serialize(),
             )
-        for table, key, value in puts:
+        for table, key, count in puts:
             world.table_keys[table].add(key)
-            world.record(EventKind.PUT, process=inst.number, sink=table, key=key, value=value)
+            world.record(EventKind.PUT, process=inst.number, sink=table, key=key, value=count)
 
 
 class Table:
@@ -410,14 +413,15 @@ class Context:
         self, fn: Callable[[T], R], items: Iterable[T], parallelism: int, ordered: bool
     ) -> Iterator[tuple[T, R]]:
         sim, inst = self._sim, self._inst
-        iterator = iter(items)
+        iterator: Iterator[Any] = iter(items)
         poll = iterator.poll if isinstance(iterator, Source) else None
-        in_flight: deque[tuple[int, T]] = deque()
+        in_flight: deque[tuple[int, Any]] = deque()
         finished: dict[int, tuple[T, R]] = {}
         submitted = yielded = 0
         exhausted = False
         while True:
             while not exhausted and len(in_flight) < parallelism:
+                item: Any
                 if poll is not None and in_flight:
                     item = poll()
                     if item is None:
@@ -428,19 +432,19 @@ class Context:
                     except StopIteration:
                         exhausted = True
                         break
-                in_flight.append((submitted, item))  # type: ignore[arg-type]
+                in_flight.append((submitted, item))
                 submitted += 1
             if not in_flight:
                 return
             self._enter()
             pick = sim.choose(inst, len(in_flight)) if len(in_flight) > 1 else 0
-            number, item = in_flight[pick]
+            number, task = in_flight[pick]
             del in_flight[pick]
-            result = fn(item)
+            result = fn(task)
             if not ordered:
-                yield item, result
+                yield task, result
                 continue
-            finished[number] = (item, result)
+            finished[number] = (task, result)
             while yielded in finished:
                 yield finished.pop(yielded)
                 yielded += 1

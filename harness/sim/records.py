@@ -58,7 +58,9 @@ def decode_input(payload: bytes, where: str) -> tuple[str, str, int]:
         data = json.loads(payload)
         return str(data["id"]), str(data["key"]), int(data["value"])
     except (ValueError, KeyError, TypeError) as exc:
-        raise CorruptData(f"{where}: input payload {payload[:80]!r} is not a harness record: {exc}")
+        raise CorruptData(
+            f"{where}: input payload {payload[:80]!r} is not a harness record: {exc}"
+        ) from None
 
 
 def encode_output(
@@ -99,4 +101,6 @@ def decode_output(payload: bytes, where: str) -> OutputRecord:
             source=None if src is None else DLSN.deserialize(src),
         )
     except (ValueError, KeyError, TypeError) as exc:
-        raise CorruptData(f"{where}: output payload {payload[:80]!r} is not a harness output: {exc}")
+        raise CorruptData(
+            f"{where}: output payload {payload[:80]!r} is not a harness output: {exc}"
+        ) from None

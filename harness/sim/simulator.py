@@ -16,6 +16,7 @@ from typing import Any
 
 import greenlet
 
+from harness.errors import ConfigError
 from harness.faults.schedule import (
     Crash,
     Duplicate,
@@ -111,7 +112,7 @@ class Simulator:
         self.instances = 0
         self.calls = 0
         self._main: greenlet.greenlet | None = None
-        self._draining = False
+        self.last_error = ""
 
     # -- called from instances (through Context) ---------------------------------------------
 
@@ -179,6 +180,11 @@ class Simulator:
             g.switch()
         except InstanceCrashed:
             pass
+        except ConfigError:
+            # a misuse of the harness API (a bad partition or sink name...) is the user's
+            # mistake, not a crash to simulate: stop and say so
+            self._release(inst)
+            raise
         except Exception as exc:  # the processor died of an error
             self._died(inst, exc)
             return
@@ -186,6 +192,7 @@ class Simulator:
             inst.state = _DONE
 
     def _died(self, inst: Instance, exc: BaseException) -> None:
+        self.last_error = f"{type(exc).__name__}: {exc}"
         self._release(inst)
         self.world.record(
             EventKind.ERROR, process=inst.number, detail=f"{type(exc).__name__}: {exc}"
@@ -213,7 +220,7 @@ class Simulator:
                     g.throw(InstanceCrashed)
                 except InstanceCrashed:
                     pass
-                except Exception:  # noqa: S110 - a dead process's cleanup code has no effect
+                except Exception:
                     pass
 
     def _crash(self, inst: Instance, machine: bool, keep: int) -> None:
@@ -314,8 +321,8 @@ class Simulator:
             if self.active is None:
                 if restarts > DRAIN_RESTART_LIMIT:
                     return (
-                        f"incomplete: the processor died {restarts} times during the drain "
-                        "(see its error events)"
+                        f"incomplete: the processor died {restarts} times during the drain; "
+                        f"last error: {self.last_error}"
                     )
                 restarts += 1
                 self._start()
@@ -342,10 +349,7 @@ class Simulator:
         self._start()
         for step in schedule.steps:
             self._step(step)
-        if schedule.drain:
-            outcome = self._drain()
-        else:
-            outcome = "incomplete: the schedule has no drain"
+        outcome = self._drain() if schedule.drain else "incomplete: the schedule has no drain"
         for inst in [*self.zombies, *([self.active] if self.active else [])]:
             self._release(inst)
         self.zombies.clear()
@@ -354,6 +358,9 @@ class Simulator:
         self.world.record(EventKind.END, detail=outcome)
 
     def close(self) -> None:
+        for inst in [*self.zombies, *([self.active] if self.active else [])]:
+            if not inst.dead:
+                self._release(inst)
         self.world.close()
 
 

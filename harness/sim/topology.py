@@ -52,7 +52,9 @@ class Topology:
             if type(value) is not int or not 1 <= value <= 10_000:
                 raise ConfigError(f"Topology {name} must be an int in [1, 10000], got {value!r}")
         if type(self.offset_sync) is not bool:
-            raise ConfigError(f"Topology offset_sync must be True or False, got {self.offset_sync!r}")
+            raise ConfigError(
+                f"Topology offset_sync must be True or False, got {self.offset_sync!r}"
+            )
         if not isinstance(self.sinks, Mapping) or not self.sinks:
             raise ConfigError(
                 f"Topology sinks must be a non-empty mapping of name -> SinkSpec, got "

@@ -105,7 +105,9 @@ class World:
         self.record_ids: dict[str, list[str]] = {p: [] for p in self.partitions}
         self.low_watermark: dict[str, int] = dict.fromkeys(self.partitions, 0)
         self._producer_writers: dict[str, LogWriter] = {}
-        self._producer_readers = {p: self.logs[p].open_reader(DLSN.INITIAL) for p in self.partitions}
+        self._producer_readers = {
+            p: self.logs[p].open_reader(DLSN.INITIAL) for p in self.partitions
+        }
         self._next_record = 0
         self._txid: dict[str, int] = dict.fromkeys(self.logs, 0)
         self.next_output_id = 0
@@ -127,7 +129,7 @@ class World:
                 f"unknown input partition {partition!r}; this topology's partitions are "
                 f"{list(self.partitions)} (offsets are stored under the partition name)"
             )
-        return partition  # type: ignore[return-value]
+        return partition
 
     def next_txid(self, log: str) -> int:
         self._txid[log] += 1
