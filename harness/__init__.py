@@ -1,7 +1,7 @@
 """A property-based correctness harness for at-least-once and exactly-once stream processing.
 
 The public surface, re-exported here: the engine (:func:`explore` a processor under drawn
-schedules, :func:`replay` a saved one, :func:`simulate` one schedule, :func:`check` a history),
+schedules, :func:`replay` a saved one, :func:`simulate` one schedule; :func:`harness.check.check` judges a history),
 its values (:class:`Schedule` and its steps, :class:`Topology`, :class:`History`,
 :class:`Verdict`), the reference log (:mod:`harness.log`), the offset stores
 (:mod:`harness.offsets`) and the errors (:mod:`harness.errors`, rooted in
@@ -15,7 +15,6 @@ from harness.check import (
     Status,
     Verdict,
     Witness,
-    check,
     validate,
 )
 from harness.errors import (
@@ -43,7 +42,7 @@ from harness.errors import (
     WriteCancelled,
     WriteException,
 )
-from harness.explore import (
+from harness.runner import (
     CounterexampleFound,
     Exploration,
     Failure,
@@ -166,7 +165,6 @@ __all__ = [
     "WriteCancelled",
     "WriteException",
     "__version__",
-    "check",
     "explore",
     "leveldb_uri",
     "log_sink",

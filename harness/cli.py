@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _replay(file: Path, history_path: Path | None) -> int:
     from harness.check import Status
-    from harness.explore import Replay, replay
+    from harness.runner import Replay, replay
 
     spec = Replay.load(file)
     history, verdict = replay(spec)

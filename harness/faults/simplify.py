@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
+from typing import Any, cast
 
 from harness.faults.schedule import STEP_TYPES, Produce, Run, RunZombie, Schedule, Step
 
@@ -64,7 +65,7 @@ def _candidates(steps: tuple[Step, ...]) -> Iterator[tuple[Step, ...]]:
                 lowest = 1 if f.name in ("calls", "count", "upto") else 0
                 for smaller in sorted({lowest, value - 1}):
                     if lowest <= smaller < value:
-                        changed = dataclasses.replace(step, **{f.name: smaller})
+                        changed: Step = dataclasses.replace(cast(Any, step), **{f.name: smaller})
                         yield (*steps[:i], changed, *steps[i + 1 :])
 
 
