@@ -1,7 +1,8 @@
 """A property-based correctness harness for at-least-once and exactly-once stream processing.
 
 The public surface, re-exported here: the engine (:func:`explore` a processor under drawn
-schedules, :func:`replay` a saved one, :func:`simulate` one schedule; :func:`harness.check.check` judges a history),
+schedules, :func:`replay` a saved one, :func:`simulate` one schedule;
+:func:`harness.check.check` judges a history),
 its values (:class:`Schedule` and its steps, :class:`Topology`, :class:`History`,
 :class:`Verdict`), the reference log (:mod:`harness.log`), the offset stores
 (:mod:`harness.offsets`) and the errors (:mod:`harness.errors`, rooted in
@@ -42,15 +43,6 @@ from harness.errors import (
     WriteCancelled,
     WriteException,
 )
-from harness.runner import (
-    CounterexampleFound,
-    Exploration,
-    Failure,
-    Replay,
-    explore,
-    replay,
-    run_once,
-)
 from harness.faults import (
     Crash,
     Duplicate,
@@ -85,6 +77,15 @@ from harness.offsets import (
     MemoryOffsetStore,
     OffsetStore,
     open_offset_store,
+)
+from harness.runner import (
+    CounterexampleFound,
+    Exploration,
+    Failure,
+    Replay,
+    explore,
+    replay,
+    run_once,
 )
 from harness.sim import (
     Context,
