@@ -227,6 +227,13 @@ class Schedule:
         steps: object = self.steps
         if not isinstance(steps, tuple):  # a list is accepted and frozen
             object.__setattr__(self, "steps", tuple(steps))  # type: ignore[arg-type]
+        if type(self.drain) is not bool:
+            raise ConfigError(f"schedule drain must be True or False, got {self.drain!r}")
+        if type(self.version) is not int or self.version != SCHEDULE_VERSION:
+            raise ConfigError(
+                f"schedule version {self.version!r} is not supported; this harness reads "
+                f"version {SCHEDULE_VERSION} (upgrade stream-harness to replay newer schedules)"
+            )
         for i, step in enumerate(self.steps):
             if type(step) not in _STEP_CLASSES:
                 raise ConfigError(
@@ -254,6 +261,11 @@ class Schedule:
         if isinstance(data, str | bytes):
             try:
                 data = json.loads(data)
+            except UnicodeDecodeError as exc:
+                raise ConfigError(
+                    f"schedule bytes are not UTF-8 ({exc.reason} at byte {exc.start}); pass "
+                    "the JSON text printed by a failing run"
+                ) from None
             except json.JSONDecodeError as exc:
                 raise ConfigError(
                     f"schedule is not valid JSON ({exc.msg} at line {exc.lineno} column "
@@ -262,12 +274,12 @@ class Schedule:
         if not isinstance(data, Mapping):
             raise ConfigError(f"a schedule is a JSON object with 'steps', got {data!r:.80}")
         version = data.get("version", SCHEDULE_VERSION)
-        if version != SCHEDULE_VERSION:
+        if type(version) is not int or version != SCHEDULE_VERSION:
             raise ConfigError(
                 f"schedule version {version!r} is not supported; this harness reads version "
                 f"{SCHEDULE_VERSION} (upgrade stream-harness to replay newer schedules)"
             )
-        unknown = sorted(set(data) - {"version", "drain", "steps", "run"})
+        unknown = sorted(set(data) - {"version", "drain", "steps"})
         if unknown:
             raise ConfigError(
                 f"schedule has unknown field(s) {unknown}; known: drain, steps, version"

@@ -121,7 +121,7 @@ class Simulator:
         if inst.dead:
             raise InstanceCrashed
         if greenlet.getcurrent() is inst.greenlet:
-            if inst.budget <= 0:
+            while inst.budget <= 0:  # a Run(0) resumes it with nothing to spend: pause again
                 inst.state = _PAUSED
                 assert self._main is not None
                 self._main.switch()
@@ -242,6 +242,9 @@ class Simulator:
                 g.switch()
             except InstanceCrashed:
                 pass
+            except ConfigError:
+                self._release(inst)
+                raise
             except Exception as exc:
                 self._died(inst, exc)
                 return
@@ -288,8 +291,9 @@ class Simulator:
                 self.active = None
             self._start()
         elif isinstance(step, RunZombie):
-            if self.zombies:
-                self._resume(self.zombies[0], step.calls)
+            live = [z for z in self.zombies if z.state != _DONE]
+            if live:
+                self._resume(live[0], step.calls)
         elif isinstance(step, Truncate):
             partitions = world.partitions
             world.truncate(partitions[step.partition % len(partitions)], step.upto)
@@ -320,8 +324,13 @@ class Simulator:
         while True:
             if self.active is None:
                 if restarts > DRAIN_RESTART_LIMIT:
+                    deaths = sum(
+                        1
+                        for event in world.record.events[self._drain_start :]
+                        if event.kind is EventKind.ERROR
+                    )
                     return (
-                        f"incomplete: the processor died {restarts} times during the drain; "
+                        f"incomplete: the processor died {deaths} times during the drain; "
                         f"last error: {self.last_error}"
                     )
                 restarts += 1

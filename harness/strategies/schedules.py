@@ -120,7 +120,7 @@ def schedules(
     max_records: int = 4,
 ) -> st.SearchStrategy[Schedule]:
     """Schedules of ``min_steps..max_steps`` steps (then a drain) for ``topology``."""
-    if type(max_steps) is not int or not 0 <= min_steps <= max_steps:
+    if type(min_steps) is not int or type(max_steps) is not int or not 0 <= min_steps <= max_steps:
         raise ConfigError(
             f"need 0 <= min_steps <= max_steps, got min_steps={min_steps!r}, "
             f"max_steps={max_steps!r}"
