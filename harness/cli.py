@@ -38,14 +38,16 @@ def _parser() -> argparse.ArgumentParser:
             "without Hypothesis. Exit code: 0 VALID, 1 INVALID, 2 UNKNOWN or usage error."
         ),
     )
-    replay.add_argument("file", type=Path, help="the replay file printed by the failure")
+    replay.add_argument(
+        "file", help="the replay file printed by the failure (or the replay JSON itself)"
+    )
     replay.add_argument(
         "--history", type=Path, default=None, help="also write the history (.jsonl or .parquet)"
     )
     return parser
 
 
-def _replay(file: Path, history_path: Path | None) -> int:
+def _replay(file: str, history_path: Path | None) -> int:
     from harness.check import Status
     from harness.runner import Replay, replay
 

@@ -15,6 +15,7 @@ import importlib.util
 import inspect
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import Iterable, Mapping
@@ -111,6 +112,15 @@ class Replay:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Replay:
+        """Read a replay file; a string that starts with ``{`` is the replay JSON itself."""
+        if isinstance(path, str) and path.lstrip().startswith("{"):
+            try:
+                inline = json.loads(path)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(
+                    f"the replay JSON is not valid ({exc.msg} at column {exc.colno})"
+                ) from None
+            return cls.from_json(inline, "the replay JSON")
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")
@@ -144,6 +154,10 @@ def load_processor(path: str, file: str | None = None) -> Processor:
         )
     module: Any
     try:
+        if module_name == "__main__":
+            # a script's processor: its module is whatever script runs the replay, so it
+            # can only be found through the file it was defined in
+            raise ImportError("a processor defined in a script run as __main__")
         module = importlib.import_module(module_name)
     except ImportError as exc:
         if not file or not Path(file).is_file():
@@ -151,10 +165,11 @@ def load_processor(path: str, file: str | None = None) -> Processor:
                 f"cannot import processor module {module_name!r} ({exc}); run the replay from "
                 "the directory the test ran in, or put the module on PYTHONPATH"
             ) from None
-        spec = importlib.util.spec_from_file_location(module_name, file)
+        loaded_name = "_harness_replayed_" + Path(file).stem
+        spec = importlib.util.spec_from_file_location(loaded_name, file)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
+        sys.modules[loaded_name] = module
         spec.loader.exec_module(module)
     obj: Any = module
     for part in qualname.split("."):
@@ -349,10 +364,8 @@ def explore(
     if replay_file is not None:
         command = f"python -m harness replay {replay_file}"
     else:
-        command = (
-            f'python -c "import harness; print(harness.replay(harness.Replay.from_json('
-            f'{json.dumps(spec.to_json())!r})))"'
-        )
+        inline = json.dumps(spec.to_json(), separators=(",", ":"))
+        command = f"python -m harness replay {shlex.quote(inline)}"
     raise CounterexampleFound(
         Failure(
             processor=name,

@@ -23,6 +23,7 @@ __all__ = ["TOYS", "Toy"]
 P = "in-0"
 COUNTS = Topology(sinks={"counts": table_sink("count")})
 ORDERED = Topology(sinks={"out": log_sink(ordered=True)})
+COUNTS_SYNCED = Topology(sinks={"counts": table_sink("count")}, offset_sync=True)
 
 
 # -- at-least-once: output log, offsets in the offset store ---------------------------------
@@ -363,7 +364,7 @@ TOYS: Mapping[str, Toy] = {
         Toy(
             rebuild_from_start,
             _EO,
-            COUNTS,
+            COUNTS_SYNCED,
             expected=frozenset({_A.COUNT_MISMATCH}),
             faults=frozenset({Fault.CRASH, Fault.TRUNCATE}),
             twin="fenced_counter",

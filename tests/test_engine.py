@@ -7,6 +7,7 @@ schedule on both backends; every correct toy passes a search on both backends.
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -234,3 +235,51 @@ def test_replaying_a_file_that_is_not_a_replay_file_fails_in_one_line(tmp_path: 
 
 def test_guarantees_are_values_of_one_enum() -> None:
     assert [g.value for g in Guarantee] == ["at-least-once", "exactly-once"]
+
+
+def test_without_a_failures_dir_the_replay_command_carries_the_schedule(tmp_path: Path) -> None:
+    toy = TOYS["commit_before_processing"]
+    with pytest.raises(CounterexampleFound) as caught:
+        explore(toy.processor, guarantee=toy.guarantee, faults=toy.faults, failures_dir=None)
+    failure = caught.value.failure
+    assert failure.replay_file is None
+    command = shlex.split(failure.replay_command)
+    assert command[:4] == ["python", "-m", "harness", "replay"]
+    result = subprocess.run(
+        [sys.executable, *command[1:]], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
+    assert result.returncode == 1, result.stderr
+    assert "lost x1: records [r0]" in result.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+SCRIPT = """
+import harness
+
+def broken(ctx):
+    out = ctx.output("out")
+    for record in ctx.read("in-0", ctx.offsets.get("in-0")):
+        ctx.offsets.put("in-0", record.next)
+        out.emit(record)
+        out.commit()
+
+if __name__ == "__main__":
+    try:
+        harness.explore(broken, guarantee="at-least-once", faults=["crash"], failures_dir=".")
+    except harness.CounterexampleFound as exc:
+        print(exc.failure.replay_command)
+"""
+
+
+def test_a_processor_defined_in_a_script_replays_from_its_file(tmp_path: Path) -> None:
+    script = tmp_path / "my_processor.py"
+    script.write_text(SCRIPT)
+    printed = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, cwd=tmp_path
+    ).stdout.strip()
+    command = shlex.split(printed)
+    result = subprocess.run(
+        [sys.executable, *command[1:]], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
+    assert result.returncode == 1, result.stderr
+    assert "at-least-once for __main__:broken (memory backend): INVALID" in result.stdout

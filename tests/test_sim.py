@@ -965,6 +965,8 @@ def test_run_zombie_reaches_the_next_zombie_once_the_oldest_finished() -> None:
 
 # -- Truncate ----------------------------------------------------------------------------------
 
+SYNCED = Topology(offset_sync=True)
+
 
 @BACKENDS
 def test_truncate_never_passes_the_stored_offset(backend: Backend) -> None:
@@ -976,6 +978,24 @@ def test_truncate_never_passes_the_stored_offset(backend: Backend) -> None:
         Truncate(0, 5),  # only up to the stored offset
         Truncate(0, 1),  # never back
         Truncate(0, 2),  # nothing new
+        drain=False,
+        backend=backend,
+        topology=SYNCED,
+    )
+    assert rows(history, "commit", "truncate") == [commit(1, 1), commit(1, 2), truncate(2)]
+
+
+@BACKENDS
+def test_truncate_honours_only_offsets_a_machine_crash_cannot_take_back(
+    backend: Backend,
+) -> None:
+    history = run(
+        process_then_commit,
+        Produce(count=6),
+        Run(9),  # offset 2 stored, not synced
+        Truncate(0, 5),  # nothing durable yet: nothing truncated
+        Crash(machine=True, keep=2),  # both unsynced writes survive and are now durable
+        Truncate(0, 5),
         drain=False,
         backend=backend,
     )
@@ -997,7 +1017,7 @@ def test_truncate_never_touches_the_segment_being_written(
         Truncate(0, records),
         drain=False,
         backend=backend,
-        topology=Topology(segment_records=segment_records),
+        topology=Topology(segment_records=segment_records, offset_sync=True),
     )
     assert rows(history, "truncate") == [truncate(low)]
 
@@ -1011,6 +1031,7 @@ def test_truncated_records_are_not_read_again(backend: Backend) -> None:
         Truncate(0, 6),
         Crash(),
         backend=backend,
+        topology=SYNCED,
     )
     assert rows(history, "truncate", "crash", "start", "read") == [
         start(1),
@@ -1210,7 +1231,7 @@ def test_partition_numbers_beyond_the_topology_fold_onto_it() -> None:
         Truncate(partition=6, upto=6),  # in-0: stored 6, the completed first segment goes
         Truncate(partition=7, upto=6),  # in-1 has no stored offset: nothing
         drain=False,
-        topology=Topology(partitions=2),
+        topology=Topology(partitions=2, offset_sync=True),
     )
     assert rows(history, "append", "ack", "truncate") == [
         *produced(0, 1, partition="in-1"),

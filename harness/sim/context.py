@@ -194,7 +194,6 @@ class Offsets:
             return
         world.store_write(offsets, raw)
         for partition, dlsn in offsets.items():
-            world.stored[partition] = positions[partition]
             world.record(
                 EventKind.COMMIT,
                 process=inst.number,

@@ -111,8 +111,10 @@ class World:
         self._next_record = 0
         self._txid: dict[str, int] = dict.fromkeys(self.logs, 0)
         self.next_output_id = 0
-        # What the offset store holds per partition, as a position (None: no offset).
+        # What the offset store holds per partition, as a position (None: no offset), and
+        # what of it would survive a machine crash (synced writes, or a crash's survivors).
         self.stored: dict[str, int | None] = dict.fromkeys(self.partitions, None)
+        self.durable: dict[str, int | None] = dict.fromkeys(self.partitions, None)
         self.table_keys: dict[str, set[str]] = {t: set() for t in topology.table_sinks()}
         self.owner_epoch = 0
         self.closed = False
@@ -189,8 +191,12 @@ class World:
             )
 
     def truncate(self, partition: str, upto: int) -> None:
-        """Retention: truncate below ``upto``, never past the stored offset."""
-        stored = self.stored[partition] or 0
+        """Retention: truncate below ``upto``, never past the durably stored offset.
+
+        Retention that followed an offset a machine crash can still take back would lose
+        records no processor bug explains, so it honours only what is durable.
+        """
+        stored = self.durable[partition] or 0
         target = min(upto, stored, len(self.dlsns[partition]))
         if target <= self.low_watermark[partition]:
             return
@@ -229,6 +235,10 @@ class World:
             store.put(partition, dlsn)
         else:
             store.commit(dict(offsets), dict(state))
+        for partition, dlsn in offsets.items():
+            self.stored[partition] = self.position(partition, dlsn)
+            if store.sync:
+                self.durable[partition] = self.stored[partition]
 
     def machine_crash(self, keep: int) -> None:
         """Lose the unsynced offset-store writes except the first ``keep``; record rollbacks."""
@@ -250,6 +260,7 @@ class World:
         for partition in self.partitions:
             dlsn = self.store.get(partition)
             now = None if dlsn is None else self.position(partition, dlsn)
+            self.durable[partition] = now
             if now != self.stored[partition]:
                 self.stored[partition] = now
                 self.record(
@@ -258,10 +269,6 @@ class World:
                     offset=now,
                     dlsn=None if dlsn is None else dlsn.serialize(),
                 )
-
-    def sync_point(self) -> None:
-        """Nothing unsynced is left to lose (after a synced write)."""
-        self._undo.clear()
 
     # -- the end ---------------------------------------------------------------------------
 
