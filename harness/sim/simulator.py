@@ -61,7 +61,6 @@ class Instance:
 
     __slots__ = (
         "budget",
-        "context",
         "dead",
         "duplicates",
         "fenced",
@@ -90,7 +89,6 @@ class Instance:
         self.readers: list[LogReader] = []
         self.writers: list[LogWriter] = []
         self.greenlet: greenlet.greenlet | None = None
-        self.context: Context | None = None
 
 
 class Simulator:
@@ -105,7 +103,6 @@ class Simulator:
         directory: str | os.PathLike[str] | None = None,
     ) -> None:
         self.processor = processor
-        self.topology = topology
         self.world = World(topology, backend, directory)
         self.active: Instance | None = None
         self.zombies: list[Instance] = []
@@ -157,7 +154,6 @@ class Simulator:
         self.instances += 1
         inst = Instance(self.instances)
         ctx = Context(self, inst)
-        inst.context = ctx
         processor = self.processor
 
         def body() -> None:
@@ -176,6 +172,12 @@ class Simulator:
         assert g is not None
         inst.budget = budget
         inst.state = _PAUSED
+        if self._switch(inst, g) and g.dead:
+            inst.state = _DONE
+
+    def _switch(self, inst: Instance, g: greenlet.greenlet) -> bool:
+        """Run ``g`` (the instance's body or one of its timers) until it hands control back;
+        False if the instance is dead afterwards."""
         try:
             g.switch()
         except InstanceCrashed:
@@ -187,16 +189,12 @@ class Simulator:
             raise
         except Exception as exc:  # the processor died of an error
             self._died(inst, exc)
-            return
-        if g.dead and not inst.dead:
-            inst.state = _DONE
+        return not inst.dead
 
     def _died(self, inst: Instance, exc: BaseException) -> None:
         self.last_error = f"{type(exc).__name__}: {exc}"
         self._release(inst)
-        self.world.record(
-            EventKind.ERROR, process=inst.number, detail=f"{type(exc).__name__}: {exc}"
-        )
+        self.world.record(EventKind.ERROR, process=inst.number, detail=self.last_error)
         self._forget(inst)
 
     def _forget(self, inst: Instance) -> None:
@@ -218,9 +216,9 @@ class Simulator:
             if g is not None and g:  # started and not finished: unwind it now, not at GC
                 try:
                     g.throw(InstanceCrashed)
-                except InstanceCrashed:
+                except Exception:  # its cleanup code raised: a dead process's has no effect
                     pass
-                except Exception:
+                except InstanceCrashed:
                     pass
 
     def _crash(self, inst: Instance, machine: bool, keep: int) -> None:
@@ -238,15 +236,7 @@ class Simulator:
                 return
             g = greenlet.greenlet(callback, parent=self._main)
             inst.timer_greenlets.append(g)
-            try:
-                g.switch()
-            except InstanceCrashed:
-                pass
-            except ConfigError:
-                self._release(inst)
-                raise
-            except Exception as exc:
-                self._died(inst, exc)
+            if not self._switch(inst, g):
                 return
             if g.dead:
                 inst.timer_greenlets.remove(g)
@@ -257,8 +247,7 @@ class Simulator:
         world = self.world
         active = self.active
         if isinstance(step, Produce):
-            partitions = world.partitions
-            world.produce(partitions[step.partition % len(partitions)], step.count, step.ack)
+            world.produce(world.partition_at(step.partition), step.count, step.ack)
         elif isinstance(step, Run):
             # with nothing running, running means starting a fresh instance first
             self._resume(active or self._start(), step.calls)
@@ -295,8 +284,7 @@ class Simulator:
             if live:
                 self._resume(live[0], step.calls)
         elif isinstance(step, Truncate):
-            partitions = world.partitions
-            world.truncate(partitions[step.partition % len(partitions)], step.upto)
+            world.truncate(world.partition_at(step.partition), step.upto)
         else:  # pragma: no cover - Schedule rejects anything else
             raise AssertionError(step)
 

@@ -147,12 +147,21 @@ class World:
 
     # -- the input producer ----------------------------------------------------------------
 
-    def produce(self, partition: str, count: int, ack: bool) -> None:
-        """Append ``count`` records; acknowledged only if ``ack`` (else the producer crashes)."""
+    def partition_at(self, number: int) -> str:
+        """The partition a schedule's partition number names (folded onto the topology's)."""
+        return self.partitions[number % len(self.partitions)]
+
+    def _producer_writer(self, partition: str) -> LogWriter:
+        """The producer's writer of ``partition``, opened after the log's last txid."""
         writer = self._producer_writers.get(partition)
         if writer is None:
             self.sync_txid(partition)
             writer = self._producer_writers[partition] = self.logs[partition].open_writer()
+        return writer
+
+    def produce(self, partition: str, count: int, ack: bool) -> None:
+        """Append ``count`` records; acknowledged only if ``ack`` (else the producer crashes)."""
+        writer = self._producer_writer(partition)
         record = self.record
         base = len(self.dlsns[partition])
         keys = self.topology.keys
@@ -200,10 +209,7 @@ class World:
         target = min(upto, stored, len(self.dlsns[partition]))
         if target <= self.low_watermark[partition]:
             return
-        writer = self._producer_writers.get(partition)
-        if writer is None:
-            self.sync_txid(partition)
-            writer = self._producer_writers[partition] = self.logs[partition].open_writer()
+        writer = self._producer_writer(partition)
         dlsns = self.dlsns[partition]
         writer.truncate(dlsns[target] if target < len(dlsns) else dlsns[-1].next())
         try:
@@ -320,9 +326,8 @@ class World:
         self.namespace.close()
         if self._memory_name:
             from harness.log.storage.memory import forget_memory_namespaces
-            from harness.offsets.memory import forget_memory_offset_storages
 
+            # (the offset storage was never registered by name: it goes with this world)
             forget_memory_namespaces(self._memory_name)
-            forget_memory_offset_storages(self._memory_name)
         if self._tmp is not None:
             self._tmp.cleanup()
