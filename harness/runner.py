@@ -41,6 +41,7 @@ __all__ = [
     "Exploration",
     "Failure",
     "Replay",
+    "default_seed",
     "explore",
     "load_processor",
     "replay",
@@ -267,7 +268,8 @@ class _Failed(Exception):
     pass
 
 
-def _default_seed(processor: str) -> int:
+def default_seed(processor: str) -> int:
+    """``$HARNESS_SEED``, else a seed derived from the processor's ``module:name``."""
     env = os.environ.get("HARNESS_SEED")
     if env:
         try:
@@ -308,7 +310,7 @@ def explore(
     if type(max_examples) is not int or max_examples < 1:
         raise ConfigError(f"max_examples must be an int >= 1, got {max_examples!r}")
     name = processor_path(processor)
-    seed = _default_seed(name) if seed is None else seed
+    seed = default_seed(name) if seed is None else seed
     if type(seed) is not int:
         raise ConfigError(f"seed must be an int, got {seed!r}")
     strategy = schedules(topology, faults, max_steps=max_steps)

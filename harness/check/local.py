@@ -100,12 +100,10 @@ from harness.check.verdict import (
     Witness,
 )
 from harness.errors import ConfigError
-from harness.history.events import Aggregate, Event, EventKind, History, SinkKind
+from harness.history.events import POISON, Aggregate, Event, EventKind, History, SinkKind
 
 __all__ = ["NO_DRAIN_REASON", "POISON", "REDELIVERED", "check"]
 
-POISON: Final = "poison"
-"""``append`` detail of a record that is expected to have no effect."""
 REDELIVERED: Final = "redelivered"
 """``read`` detail of a duplicate delivery injected by the schedule."""
 COMPLETE: Final = "complete"

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
 __all__ = [
+    "POISON",
     "EVENT_FIELDS",
     "REQUIRED_FIELDS",
     "SCHEMA_VERSION",
@@ -38,6 +39,10 @@ __all__ = [
 ]
 
 SCHEMA_VERSION: Final = 1
+
+POISON: Final = "poison"
+"""``append`` detail of a record whose payload does not deserialize: it is expected to have
+no effect (no output, not counted), only to be moved past."""
 
 
 class EventKind(str, enum.Enum):

@@ -8,6 +8,7 @@ instance run, all in one thread and in an order the schedule alone decides.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -24,6 +25,7 @@ from harness.sim.world import table_key
 
 if TYPE_CHECKING:
     from harness.sim.simulator import Instance, Simulator
+    from harness.sim.transaction import Transaction
 
 __all__ = ["Context", "Offsets", "OutputLog", "Source", "Table"]
 
@@ -63,9 +65,15 @@ class Source:
             if item is None:
                 return None
             world = self._ctx._sim.world
-            record_id, key, value = decode_input(item.payload, f"input log {partition!r}")
+            record_id, key, value, poison = decode_input(item.payload, f"input log {partition!r}")
             ahead = self._ahead[partition] = Delivery(
-                partition, world.position(partition, item.dlsn), record_id, key, value, item.dlsn
+                partition,
+                world.position(partition, item.dlsn),
+                record_id,
+                key,
+                value,
+                item.dlsn,
+                poison=poison,
             )
         return ahead
 
@@ -74,10 +82,7 @@ class Source:
         delivery: Delivery | None
         if inst.duplicates and self._last is not None:
             inst.duplicates -= 1
-            last = self._last
-            delivery = Delivery(
-                last.partition, last.offset, last.record_id, last.key, last.value, last.dlsn, True
-            )
+            delivery = dataclasses.replace(self._last, redelivered=True)
         else:
             ready = [p for p in self._readers if self._peek(p) is not None]
             if not ready:
@@ -161,8 +166,18 @@ class Offsets:
         :meth:`Context.claim` and nobody claimed after it), as Kafka's transactional producer
         epochs do; otherwise :class:`Fenced` is raised and nothing is written.
         """
+        self._ctx._enter()
+        self._write(offsets, tables, state, fenced)
+
+    def _write(
+        self,
+        offsets: Mapping[str, DLSN] | None,
+        tables: Mapping[str, Mapping[str, int]] | None,
+        state: Mapping[str, bytes | None] | None,
+        fenced: bool,
+    ) -> None:
+        """The atomic write itself (not a fault point: a transaction's commit calls it)."""
         ctx = self._ctx
-        ctx._enter()
         world = ctx._sim.world
         inst = ctx._inst
         if fenced and world.owner_epoch != inst.number:
@@ -273,8 +288,19 @@ class OutputLog:
         ``key``/``value`` default to the delivery's. ``part``/``parts`` name this output
         among several produced for one input. Returns the output id.
         """
+        self._ctx._enter()
+        return self._emit(source, key, value, part, parts, None)
+
+    def _emit(
+        self,
+        source: Delivery | str | None,
+        key: str | None,
+        value: int | None,
+        part: int,
+        parts: int,
+        txn: int | None,
+    ) -> int:
         ctx = self._ctx
-        ctx._enter()
         writer = self._open()
         world = ctx._sim.world
         if isinstance(source, Delivery):
@@ -299,22 +325,37 @@ class OutputLog:
             parts=parts,
             key=key,
             value=value,
+            txn=txn,
         )
         return output_id
 
     def commit(self) -> None:
         """Make every emitted output visible and durable (a lost ack resends them)."""
+        self._ctx._enter()
+        self._flush(retry=True)
+
+    def _flush(self, *, retry: bool) -> None:
         ctx = self._ctx
-        ctx._enter()
         writer = self._open()
         writer.commit()
         # An idempotent producer's retry is recognised by the log and dropped (Kafka's
         # enable.idempotence); a plain one appends the batch a second time.
-        if ctx._sim.take_lost_ack(ctx._inst) and self._pending and not self.idempotent:
+        lost_ack = retry and ctx._sim.take_lost_ack(ctx._inst)
+        if lost_ack and self._pending and not self.idempotent:
             world = ctx._sim.world
             for payload in self._pending:
                 writer.write(LogRecord(world.next_txid(self._log), payload))
             writer.commit()
+        self._pending.clear()
+
+    def _discard(self) -> None:
+        """Abort the writer: what was emitted and not committed is gone."""
+        if self._writer is not None:
+            self._writer.abort()
+            inst = self._ctx._inst
+            if self._writer in inst.writers:
+                inst.writers.remove(self._writer)
+            self._writer = None
         self._pending.clear()
 
     def last(self) -> OutputRecord | None:
@@ -379,6 +420,23 @@ class Context:
 
     def table(self, name: str) -> Table:
         return Table(self, name)
+
+    def choose(self, options: int) -> int:
+        """Which of ``options`` concurrent things happens next (0-based): a schedule choice
+        (``Reorder``), for modelling concurrency inside the processor (substreams, flows)."""
+        if type(options) is not int or options < 1:
+            raise ConfigError(f"choose needs an int >= 1 options, got {options!r}")
+        return self._sim.choose(self._inst, options) if options > 1 else 0
+
+    def transaction(self, *, fenced: bool = True) -> Transaction:
+        r"""Begin a transaction: its emits, table puts and input offsets become visible and
+        durable together at :meth:`Transaction.commit`, or not at all (Kafka's transactional
+        read-process-write). ``fenced=True`` uses producer epochs: after a newer instance
+        :meth:`claim`\ s, this one's commit raises :class:`Fenced` and the transaction
+        aborts. One transaction at a time per instance."""
+        from harness.sim.transaction import Transaction
+
+        return Transaction(self, fenced=fenced)
 
     def claim(self) -> None:
         """Become the owner: later ``commit(fenced=True)`` by older instances fail."""

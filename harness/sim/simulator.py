@@ -72,6 +72,7 @@ class Instance:
         "state",
         "timer_greenlets",
         "timers",
+        "txn",
         "writers",
     )
 
@@ -89,6 +90,8 @@ class Instance:
         self.readers: list[LogReader] = []
         self.writers: list[LogWriter] = []
         self.greenlet: greenlet.greenlet | None = None
+        self.txn: int | None = None
+        """The id of this instance's open transaction, if any."""
 
 
 class Simulator:
@@ -206,6 +209,9 @@ class Simulator:
     def _release(self, inst: Instance) -> None:
         """What the operating system does for a dead process: its locks and handles go."""
         inst.dead = True
+        if inst.txn is not None:  # the coordinator aborts a dead producer's transaction
+            self.world.record(EventKind.TXN_ABORT, process=inst.number, txn=inst.txn)
+            inst.txn = None
         for writer in inst.writers:
             writer.abort()
         for reader in inst.readers:

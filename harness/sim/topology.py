@@ -37,7 +37,8 @@ class Topology:
     table sinks live in the offset store's state, so they can commit atomically with offsets);
     ``offset_sync`` says whether offset-store writes are fsynced (then a machine crash loses
     nothing); ``segment_records`` is the input logs' segment size (small, so that retention
-    has whole segments to truncate).
+    has whole segments to truncate); ``poison_every`` = n > 0 makes every n-th produced record
+    undeserializable (``Delivery.poison``: it must be skipped, and no output is expected).
     """
 
     partitions: int = 1
@@ -45,12 +46,17 @@ class Topology:
     sinks: Mapping[str, SinkSpec] = field(default_factory=_default_sinks)
     offset_sync: bool = False
     segment_records: int = 4
+    poison_every: int = 0
 
     def __post_init__(self) -> None:
         for name in ("partitions", "keys", "segment_records"):
             value = getattr(self, name)
             if type(value) is not int or not 1 <= value <= 10_000:
                 raise ConfigError(f"Topology {name} must be an int in [1, 10000], got {value!r}")
+        if type(self.poison_every) is not int or not 0 <= self.poison_every <= 10_000:
+            raise ConfigError(
+                f"Topology poison_every must be an int in [0, 10000], got {self.poison_every!r}"
+            )
         if type(self.offset_sync) is not bool:
             raise ConfigError(
                 f"Topology offset_sync must be True or False, got {self.offset_sync!r}"
@@ -87,6 +93,7 @@ class Topology:
             "sinks": {n: s.to_json() for n, s in sorted(self.sinks.items())},
             "offset_sync": self.offset_sync,
             "segment_records": self.segment_records,
+            "poison_every": self.poison_every,
         }
 
     @classmethod
@@ -98,6 +105,7 @@ class Topology:
                 sinks={n: SinkSpec.from_json(s) for n, s in data["sinks"].items()},
                 offset_sync=data.get("offset_sync", False),
                 segment_records=data.get("segment_records", 4),
+                poison_every=data.get("poison_every", 0),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             if isinstance(exc, ConfigError):

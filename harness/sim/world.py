@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.errors import ConfigError, LogEmpty
-from harness.history.events import Event, EventKind, History, HistoryMeta
+from harness.history.events import POISON, Event, EventKind, History, HistoryMeta
 from harness.log.config import LogConfig
 from harness.log.dlsn import DLSN
 from harness.log.manager import LogManager
@@ -111,6 +111,7 @@ class World:
         self._next_record = 0
         self._txid: dict[str, int] = dict.fromkeys(self.logs, 0)
         self.next_output_id = 0
+        self.next_txn = 1
         # What the offset store holds per partition, as a position (None: no offset), and
         # what of it would survive a machine crash (synced writes, or a crash's survivors).
         self.stored: dict[str, int | None] = dict.fromkeys(self.partitions, None)
@@ -164,13 +165,15 @@ class World:
         writer = self._producer_writer(partition)
         record = self.record
         base = len(self.dlsns[partition])
-        keys = self.topology.keys
+        keys, poison_every = self.topology.keys, self.topology.poison_every
         appended = []
         for i in range(count):
             n = self._next_record
             self._next_record += 1
             record_id, key, value = f"r{n}", f"k{n % keys}", n % 5 + 1
-            writer.write(LogRecord(self.next_txid(partition), encode_input(record_id, key, value)))
+            poison = poison_every > 0 and n % poison_every == poison_every - 1
+            payload = encode_input(record_id, key, value, poison=poison)
+            writer.write(LogRecord(self.next_txid(partition), payload))
             record(
                 EventKind.APPEND,
                 partition=partition,
@@ -178,6 +181,7 @@ class World:
                 record_id=record_id,
                 key=key,
                 value=value,
+                detail=POISON if poison else None,
             )
             appended.append(record_id)
         if not ack:
@@ -188,7 +192,7 @@ class World:
         reader = self._producer_readers[partition]
         dlsns, ids = self.dlsns[partition], self.record_ids[partition]
         while (item := reader.read_next()) is not None:
-            rid, _, _ = decode_input(item.payload, f"input log {partition!r}")
+            rid, _, _, _ = decode_input(item.payload, f"input log {partition!r}")
             dlsns.append(item.dlsn)
             ids.append(rid)
             record(
