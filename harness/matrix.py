@@ -1,0 +1,301 @@
+"""The mutation matrix: scenarios, their correct and buggy variants, and how well the harness
+tells them apart.
+
+A :class:`Scenario` is one situation from the seed documents (``scenarios/``): the guarantee it
+claims, the world it runs in, and :class:`Variant`\\ s, each a processor that is either correct
+(it must pass every schedule of the profile) or carries a named bug (the harness must find a
+schedule that breaks it, with one of the expected anomaly kinds). :func:`run_matrix` explores
+every variant on every backend asked for and returns one :class:`VariantResult` per cell;
+:func:`render_table` prints them as the table ``python -m harness run --all`` shows.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from harness.check import AnomalyKind, Guarantee, Status
+from harness.errors import ConfigError
+from harness.profiles import Profile, profile
+from harness.runner import CounterexampleFound, default_seed, explore
+from harness.sim.simulator import Processor, processor_path
+from harness.sim.topology import Topology
+from harness.sim.world import BACKENDS, Backend
+from harness.strategies.schedules import ALL_FAULTS, Fault
+
+__all__ = [
+    "Scenario",
+    "Variant",
+    "VariantResult",
+    "render_table",
+    "run_matrix",
+    "run_variant",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One processor of a scenario: correct, or carrying one named bug."""
+
+    name: str
+    processor: Processor
+    expected: frozenset[AnomalyKind] = frozenset()
+    """For a buggy variant, the anomaly kinds its bug shows as (at least one must be found);
+    empty for a correct variant."""
+    faults: frozenset[Fault] | None = None
+    """The faults it is explored under; None: the scenario's."""
+
+    @property
+    def correct(self) -> bool:
+        return not self.expected
+
+    @property
+    def story(self) -> str:
+        """The first paragraph of the processor's docstring."""
+        doc = (self.processor.__doc__ or "").strip()
+        return " ".join(doc.split("\n\n")[0].split())
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A situation from a seed document, with the guarantee it claims and its variants."""
+
+    name: str
+    title: str
+    seed: str
+    """The seed document it comes from (a file name in ``shared/seeds``)."""
+    guarantee: Guarantee
+    variants: tuple[Variant, ...]
+    topology: Topology = field(default_factory=Topology)
+    faults: frozenset[Fault] = ALL_FAULTS
+    """The faults its variants are explored under unless a variant names its own."""
+
+    def __post_init__(self) -> None:
+        if not self.variants:
+            raise ConfigError(f"scenario {self.name!r} has no variants")
+        names = [v.name for v in self.variants]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"scenario {self.name!r} has duplicate variant names: {names}")
+
+    def variant(self, name: str) -> Variant:
+        for variant in self.variants:
+            if variant.name == name:
+                return variant
+        raise ConfigError(
+            f"scenario {self.name!r} has no variant {name!r}; its variants are "
+            f"{', '.join(v.name for v in self.variants)}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class VariantResult:
+    """What exploring one variant on one backend found, over one or more seeds."""
+
+    scenario: str
+    variant: str
+    backend: Backend
+    correct: bool
+    guarantee: Guarantee
+    expected: frozenset[AnomalyKind]
+    statuses: tuple[Status, ...]
+    """The outcome per seed: VALID when the search found nothing."""
+    found: frozenset[AnomalyKind]
+    """Anomaly kinds of the (shrunk) counterexamples, over all seeds."""
+    detect_seconds: tuple[float, ...]
+    """Per seed that failed: seconds to the first failing schedule (before shrinking)."""
+    shrunk_steps: tuple[int, ...]
+    """Per seed that failed: the shrunk schedule's length."""
+    examples: int
+    """Schedules simulated in all."""
+    seconds: float
+    replay: str | None = None
+    """A replay command of the first counterexample (buggy variants)."""
+
+    @property
+    def ok(self) -> bool:
+        """Correct variants passed every seed; buggy ones failed every seed with an
+        expected anomaly kind."""
+        if self.correct:
+            return all(s is Status.VALID for s in self.statuses)
+        return all(s is Status.INVALID for s in self.statuses) and bool(self.found & self.expected)
+
+    @property
+    def median_detect(self) -> float | None:
+        return statistics.median(self.detect_seconds) if self.detect_seconds else None
+
+    @property
+    def median_shrunk(self) -> float | None:
+        return statistics.median(self.shrunk_steps) if self.shrunk_steps else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "variant": self.variant,
+            "backend": self.backend,
+            "correct": self.correct,
+            "guarantee": self.guarantee.value,
+            "expected": sorted(k.value for k in self.expected),
+            "statuses": [s.value for s in self.statuses],
+            "found": sorted(k.value for k in self.found),
+            "detect_seconds": [round(s, 4) for s in self.detect_seconds],
+            "shrunk_steps": list(self.shrunk_steps),
+            "examples": self.examples,
+            "seconds": round(self.seconds, 3),
+            "ok": self.ok,
+            "replay": self.replay,
+        }
+
+
+SEED_STRIDE: Final = 7919
+"""Seeds of repeated searches: the processor's default seed plus multiples of this."""
+
+
+def run_variant(
+    scenario: Scenario,
+    variant: Variant,
+    *,
+    backend: Backend = "memory",
+    budget: Profile | str | None = None,
+    seeds: int | None = None,
+    base_seed: int | None = None,
+    failures_dir: str | None = None,
+) -> VariantResult:
+    """Explore one variant on one backend with ``seeds`` different seeds (default: the
+    profile's); every search of a buggy variant should fail, every one of a correct one pass."""
+    budget = profile(budget)
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    count = budget.detect_seeds if seeds is None else seeds
+    if type(count) is not int or count < 1:
+        raise ConfigError(f"seeds must be an int >= 1, got {count!r}")
+    faults = scenario.faults if variant.faults is None else variant.faults
+    statuses: list[Status] = []
+    found: set[AnomalyKind] = set()
+    detect: list[float] = []
+    shrunk: list[int] = []
+    examples = 0
+    replay: str | None = None
+    started = time.perf_counter()
+    if base_seed is None:
+        base_seed = default_seed(processor_path(variant.processor))
+    for i in range(count):
+        seed = base_seed + i * SEED_STRIDE
+        try:
+            result = explore(
+                variant.processor,
+                guarantee=scenario.guarantee,
+                topology=scenario.topology,
+                backend=backend,
+                max_examples=budget.max_examples,
+                max_steps=budget.max_steps,
+                faults=faults,
+                seed=seed,
+                failures_dir=failures_dir,
+            )
+        except CounterexampleFound as exc:
+            failure = exc.failure
+            statuses.append(failure.verdict.status)
+            found.update(a.kind for a in failure.verdict.anomalies)
+            detect.append(failure.first_failure_seconds)
+            shrunk.append(len(failure.schedule))
+            examples += failure.examples
+            replay = replay or failure.replay_command
+        else:
+            statuses.append(Status.VALID)
+            examples += result.examples
+    return VariantResult(
+        scenario=scenario.name,
+        variant=variant.name,
+        backend=backend,
+        correct=variant.correct,
+        guarantee=scenario.guarantee,
+        expected=variant.expected,
+        statuses=tuple(statuses),
+        found=frozenset(found),
+        detect_seconds=tuple(detect),
+        shrunk_steps=tuple(shrunk),
+        examples=examples,
+        seconds=time.perf_counter() - started,
+        replay=replay,
+    )
+
+
+def run_matrix(
+    scenarios: Iterable[Scenario],
+    *,
+    backends: Sequence[Backend] = ("memory",),
+    budget: Profile | str | None = None,
+    seeds: int | None = None,
+    failures_dir: str | None = None,
+    progress: Callable[[VariantResult, int, int], None] | None = None,
+) -> list[VariantResult]:
+    """Every variant of every scenario on every backend; ``progress(result, done, total)``
+    is called after each cell."""
+    cells = [(s, v, b) for s in scenarios for v in s.variants for b in backends]
+    results = []
+    for done, (scenario, variant, backend) in enumerate(cells, 1):
+        result = run_variant(
+            scenario,
+            variant,
+            backend=backend,
+            budget=budget,
+            seeds=seeds,
+            failures_dir=failures_dir,
+        )
+        results.append(result)
+        if progress is not None:
+            progress(result, done, len(cells))
+    return results
+
+
+_HEADER: Final = (
+    "scenario",
+    "variant",
+    "backend",
+    "expected",
+    "verdict",
+    "anomaly found",
+    "median detect s",
+    "shrunk steps",
+    "ok",
+)
+
+
+def _row(result: VariantResult) -> tuple[str, ...]:
+    statuses = sorted({s.value.upper() for s in result.statuses})
+    if result.correct:
+        expected = "VALID"
+    else:
+        expected = "INVALID: " + " | ".join(sorted(k.value for k in result.expected))
+    detect = result.median_detect
+    shrunk = result.median_shrunk
+    return (
+        result.scenario,
+        result.variant,
+        result.backend,
+        expected,
+        "/".join(statuses),
+        ", ".join(sorted(k.value for k in result.found)) or "-",
+        "-" if detect is None else f"{detect:.3f}",
+        "-" if shrunk is None else f"{shrunk:g}",
+        "yes" if result.ok else "NO",
+    )
+
+
+def render_table(results: Sequence[VariantResult], *, markdown: bool = False) -> str:
+    """The matrix as an aligned text table (or a Markdown table)."""
+    rows = [_HEADER, *(_row(r) for r in results)]
+    if markdown:
+        lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+        lines += ["| " + " | ".join(row) + " |" for row in rows[1:]]
+        return "\n".join(lines)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
