@@ -1,0 +1,265 @@
+"""What every report format says, gathered once: the facts of a run and short event lines.
+
+The renderers (text, JSON, HTML) only lay these out; none of them looks at a history or a
+verdict in its own way, so the three formats always agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, final
+
+from harness.check.verdict import Anomaly, Status, Verdict
+from harness.errors import ConfigError, HarnessError
+from harness.faults.schedule import Schedule
+from harness.history.events import Event, EventKind, History
+
+__all__ = [
+    "ReportFacts",
+    "anomalous_events",
+    "anomalous_records",
+    "anomalous_table_keys",
+    "clip",
+    "event_line",
+    "gather",
+    "headline",
+    "history_stats",
+    "is_related",
+]
+
+CLIP: Final = 40
+"""The longest a payload string (key, value, detail) is shown inside a one-line event."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ReportFacts:
+    """Everything a report shows, resolved from explicit arguments and the history's header."""
+
+    verdict: Verdict
+    history: History | None
+    schedule: Schedule | None
+    seed: int | None
+    replay_command: str | None
+    processor: str | None
+    backend: str | None
+    run_id: str | None
+    title: str
+
+
+def _check_type(name: str, value: object, kind: type | tuple[type, ...], what: str) -> None:
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+        raise ConfigError(f"{name} must be {what} or None, got {value!r}")
+
+
+def gather(
+    verdict: Verdict,
+    history: History | None,
+    *,
+    schedule: Schedule | None = None,
+    seed: int | None = None,
+    replay_command: str | None = None,
+    title: str | None = None,
+    processor: str | None = None,
+    backend: str | None = None,
+) -> ReportFacts:
+    """Check the arguments and fill what was not given from ``history.meta.extra``."""
+    if not isinstance(verdict, Verdict):
+        raise ConfigError(f"verdict must be a harness.Verdict, got {verdict!r:.80}")
+    if history is not None and not isinstance(history, History):
+        raise ConfigError(f"history must be a harness.History or None, got {history!r:.80}")
+    if schedule is not None and not isinstance(schedule, Schedule):
+        raise ConfigError(f"schedule must be a harness.Schedule or None, got {schedule!r:.80}")
+    _check_type("seed", seed, int, "an int")
+    for name, value in (
+        ("replay_command", replay_command),
+        ("title", title),
+        ("processor", processor),
+        ("backend", backend),
+    ):
+        _check_type(name, value, str, "a str")
+    extra: Mapping[str, Any] = {} if history is None else history.meta.extra
+    if processor is None and isinstance(extra.get("processor"), str):
+        processor = extra["processor"]
+    if backend is None and isinstance(extra.get("backend"), str):
+        backend = extra["backend"]
+    if seed is None and type(extra.get("seed")) is int:
+        seed = extra["seed"]
+    if schedule is None and extra.get("schedule") is not None:
+        try:
+            schedule = Schedule.from_json(extra["schedule"])
+        except HarnessError:
+            schedule = None  # a report of a damaged history still renders; it just lacks steps
+    if title is None:
+        title = processor or "unnamed processor"
+    return ReportFacts(
+        verdict=verdict,
+        history=history,
+        schedule=schedule,
+        seed=seed,
+        replay_command=replay_command,
+        processor=processor,
+        backend=backend,
+        run_id=None if history is None else history.meta.run_id,
+        title=title,
+    )
+
+
+def headline(facts: ReportFacts) -> str:
+    """``INVALID: at-least-once does NOT hold for P (memory backend)`` and the like."""
+    verdict = facts.verdict
+    held = {
+        Status.VALID: "holds",
+        Status.INVALID: "does NOT hold",
+        Status.UNKNOWN: "could not be shown",
+    }[verdict.status]
+    where = f" for {facts.processor}" if facts.processor else ""
+    backend = f" ({facts.backend} backend)" if facts.backend else ""
+    return f"{verdict.status.name}: {verdict.guarantee.value} {held}{where}{backend}"
+
+
+def clip(text: str, limit: int = CLIP) -> str:
+    """``text`` cut to ``limit`` characters, ending in ``...`` when cut."""
+    return text if len(text) <= limit else text[: max(limit - 3, 1)] + "..."
+
+
+def _s(value: object) -> str:
+    # payload strings are quoted so that spaces or an empty key stay visible
+    if value is None:
+        return "?"
+    if isinstance(value, str):
+        return repr(clip(value))
+    return str(value)
+
+
+def _name(value: str | None) -> str:
+    # sink and partition names come from the topology, not from payloads: shown bare
+    return "?" if value is None else clip(value)
+
+
+def _n(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def _where(event: Event) -> str:
+    return f"{_name(event.partition)}@{_n(event.offset)}"
+
+
+def _body(event: Event) -> str:
+    k = event.kind
+    record = event.record_id if event.record_id is not None else "?"
+    if k is EventKind.APPEND:
+        return f"{record} -> {_where(event)} key={_s(event.key)} value={_s(event.value)}"
+    if k is EventKind.ACK:
+        return f"{record} at {_where(event)}"
+    if k in (EventKind.TRUNCATE, EventKind.ROLLBACK, EventKind.FETCH, EventKind.COMMIT):
+        verb = {
+            EventKind.TRUNCATE: "below",
+            EventKind.ROLLBACK: "offset now",
+            EventKind.FETCH: "->",
+            EventKind.COMMIT: "offset",
+        }[k]
+        offset = "none" if event.offset is None else str(event.offset)
+        return f"{_name(event.partition)} {verb} {offset}"
+    if k is EventKind.READ:
+        again = " (redelivered)" if event.detail == "redelivered" else ""
+        return f"{record} from {_where(event)}{again}"
+    if k is EventKind.EMIT:
+        return (
+            f"output {_n(event.output_id)} = {record} part {_n(event.part)}/{_n(event.parts)} "
+            f"to {_name(event.sink)}"
+        )
+    if k is EventKind.PUT:
+        return f"{_name(event.sink)}[{_s(event.key)}] = {_s(event.value)}"
+    if k is EventKind.OBSERVE:
+        if event.output_id is not None or event.record_id is not None:
+            return (
+                f"{_name(event.sink)} has output {_n(event.output_id)} = {record} "
+                f"part {_n(event.part)}"
+            )
+        return f"{_name(event.sink)}[{_s(event.key)}] = {_s(event.value)}"
+    if k in (EventKind.TXN_BEGIN, EventKind.TXN_COMMIT, EventKind.TXN_ABORT):
+        return f"txn {_n(event.txn)}"
+    if k in (EventKind.CRASH, EventKind.ERROR, EventKind.END):
+        return _s(event.detail)
+    return ""
+
+
+def event_line(event: Event) -> str:
+    """One short line for an event: ``#4 p1 read r0 from in-0@0``.
+
+    Payload strings are quoted with ``repr`` and cut to :data:`CLIP` characters; the result
+    may still hold any character (the text report makes it ASCII, the HTML one escapes it).
+    """
+    who = f" p{event.process}" if event.process is not None else ""
+    body = _body(event)
+    return f"#{event.index}{who} {event.kind.value}{' ' + body if body else ''}"
+
+
+def anomalous_events(anomalies: tuple[Anomaly, ...]) -> frozenset[int]:
+    """Every event index some witness of ``anomalies`` points at."""
+    return frozenset(i for a in anomalies for w in a.witnesses for i in w.events)
+
+
+def anomalous_records(anomalies: tuple[Anomaly, ...]) -> frozenset[str]:
+    """Every record id some witness of ``anomalies`` names."""
+    return frozenset(r for a in anomalies for w in a.witnesses for r in w.record_ids)
+
+
+def is_related(
+    event: Event, records: frozenset[str], table_keys: frozenset[tuple[str, str]]
+) -> bool:
+    """Whether ``event`` touches a witness's record, or a table key a witness observed."""
+    if event.record_id is not None and event.record_id in records:
+        return True
+    return (
+        event.kind in (EventKind.PUT, EventKind.OBSERVE)
+        and event.sink is not None
+        and event.key is not None
+        and (event.sink, event.key) in table_keys
+    )
+
+
+def anomalous_table_keys(
+    history: History, anomalies: tuple[Anomaly, ...]
+) -> frozenset[tuple[str, str]]:
+    """``(sink, key)`` of every table value a witness of ``anomalies`` points at (an observed
+    or written table entry), so that every write of that key can be shown with it."""
+    found = set()
+    for index in anomalous_events(anomalies):
+        if 0 <= index < len(history.events):
+            event = history.events[index]
+            if (
+                event.kind in (EventKind.PUT, EventKind.OBSERVE)
+                and event.record_id is None
+                and event.sink is not None
+                and event.key is not None
+            ):
+                found.add((event.sink, event.key))
+    return frozenset(found)
+
+
+def history_stats(history: History) -> dict[str, Any]:
+    """Summary numbers of a history (the ``history.stats`` object of the JSON report)."""
+    kinds = dict.fromkeys((kind.value for kind in EventKind), 0)
+    processes: list[int] = []
+    drain: int | None = None
+    end: str | None = None
+    for event in history.events:
+        kinds[event.kind.value] += 1
+        if event.process is not None and event.process not in processes:
+            processes.append(event.process)
+        if event.kind is EventKind.DRAIN and drain is None:
+            drain = event.index
+        if event.kind is EventKind.END:
+            end = event.detail
+    return {
+        "events": len(history.events),
+        "processes": sorted(processes),
+        "partitions": list(history.meta.partitions),
+        "sinks": sorted(history.meta.sinks),
+        "kinds": kinds,
+        "drain_index": drain,
+        "end": end,
+    }

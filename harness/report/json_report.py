@@ -1,0 +1,109 @@
+"""The machine-readable report: one JSON object, versioned, described by ``REPORT_SCHEMA``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.check.verdict import Verdict
+from harness.errors import ConfigError
+from harness.faults.schedule import Schedule
+from harness.history.events import History
+from harness.report._facts import ReportFacts, anomalous_events, gather, history_stats
+from harness.report.schema import REPORT_VERSION
+
+__all__ = ["render_json", "report_json"]
+
+
+def _history_json(facts: ReportFacts, include_events: bool) -> dict[str, Any] | None:
+    history = facts.history
+    if history is None:
+        return None
+    verdict = facts.verdict
+    pointed = anomalous_events(verdict.anomalies) | anomalous_events(verdict.tolerated)
+    return {
+        "meta": history.meta.to_json(),
+        "stats": history_stats(history),
+        "witness_events": [
+            history.events[i].to_row() for i in sorted(pointed) if 0 <= i < len(history.events)
+        ],
+        "events": [event.to_row() for event in history.events] if include_events else None,
+    }
+
+
+def facts_json(facts: ReportFacts, *, include_events: bool) -> dict[str, Any]:
+    """The report object for gathered facts (shared with the HTML report's embedded data)."""
+    return {
+        "harness_report": REPORT_VERSION,
+        "title": facts.title,
+        "processor": facts.processor,
+        "guarantee": facts.verdict.guarantee.value,
+        "backend": facts.backend,
+        "run_id": facts.run_id,
+        "seed": facts.seed,
+        "replay_command": facts.replay_command,
+        "verdict": facts.verdict.to_json(),
+        "schedule": None if facts.schedule is None else facts.schedule.to_json(),
+        "history": _history_json(facts, include_events),
+    }
+
+
+def report_json(
+    verdict: Verdict,
+    history: History | None = None,
+    *,
+    schedule: Schedule | None = None,
+    replay_command: str | None = None,
+    seed: int | None = None,
+    title: str | None = None,
+    processor: str | None = None,
+    backend: str | None = None,
+    include_events: bool = False,
+) -> dict[str, Any]:
+    """The report as a plain JSON-able dict satisfying :data:`REPORT_SCHEMA`.
+
+    Keys are in a fixed order; ``verdict`` is ``Verdict.to_json()`` (``Verdict.from_json``
+    reads it back) and ``schedule`` is ``Schedule.to_json()``. With ``history``, the
+    ``history`` key holds its header, summary stats and the events the witnesses point at;
+    ``include_events=True`` embeds every event too (as the rows of the JSONL history format).
+    """
+    if type(include_events) is not bool:
+        raise ConfigError(f"include_events must be True or False, got {include_events!r}")
+    facts = gather(
+        verdict,
+        history,
+        schedule=schedule,
+        seed=seed,
+        replay_command=replay_command,
+        title=title,
+        processor=processor,
+        backend=backend,
+    )
+    return facts_json(facts, include_events=include_events)
+
+
+def render_json(
+    verdict: Verdict,
+    history: History | None = None,
+    *,
+    schedule: Schedule | None = None,
+    replay_command: str | None = None,
+    seed: int | None = None,
+    title: str | None = None,
+    processor: str | None = None,
+    backend: str | None = None,
+    include_events: bool = False,
+) -> str:
+    """:func:`report_json` as indented UTF-8 JSON text ending in a newline."""
+    report = report_json(
+        verdict,
+        history,
+        schedule=schedule,
+        replay_command=replay_command,
+        seed=seed,
+        title=title,
+        processor=processor,
+        backend=backend,
+        include_events=include_events,
+    )
+    return json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

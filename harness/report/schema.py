@@ -1,0 +1,187 @@
+"""The JSON report's schema (version 1), as a JSON Schema (draft 2020-12) value.
+
+``report.schema.json`` next to this module is the same schema as a file, for tools outside
+Python; a test keeps the two equal. ``docs/reports.md`` explains every key.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from harness.check.verdict import AnomalyKind, Guarantee, Status
+from harness.faults.schedule import STEP_TYPES
+from harness.history.events import EVENT_FIELDS, EventKind
+
+__all__ = ["REPORT_SCHEMA", "REPORT_VERSION"]
+
+REPORT_VERSION: Final = 1
+"""The value of the ``harness_report`` key; it changes whenever a key changes meaning."""
+
+_INT_FIELDS: Final = frozenset({"offset", "process", "part", "parts", "value", "output_id", "txn"})
+
+
+def _nullable(kind: str) -> dict[str, Any]:
+    return {"type": [kind, "null"]}
+
+
+def _strings() -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string"}}
+
+
+def _event() -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        "index": {"type": "integer", "minimum": 0},
+        "kind": {"enum": [kind.value for kind in EventKind]},
+    }
+    for name in EVENT_FIELDS[2:]:
+        properties[name] = _nullable("integer" if name in _INT_FIELDS else "string")
+    return {
+        "type": "object",
+        "required": list(EVENT_FIELDS),
+        "properties": properties,
+        "additionalProperties": False,
+    }
+
+
+REPORT_SCHEMA: Final[dict[str, Any]] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "harness_report-1.schema.json",
+    "title": "stream-harness report",
+    "description": (
+        "One checked run of a stream processor: the verdict with its anomalies and witnesses, "
+        "how the run was produced and a summary of its history (docs/reports.md)."
+    ),
+    "type": "object",
+    "required": [
+        "harness_report",
+        "title",
+        "processor",
+        "guarantee",
+        "backend",
+        "run_id",
+        "seed",
+        "replay_command",
+        "verdict",
+        "schedule",
+        "history",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "harness_report": {"const": REPORT_VERSION},
+        "title": {"type": "string"},
+        "processor": _nullable("string"),
+        "guarantee": {"enum": [g.value for g in Guarantee]},
+        "backend": _nullable("string"),
+        "run_id": _nullable("string"),
+        "seed": _nullable("integer"),
+        "replay_command": _nullable("string"),
+        "verdict": {"$ref": "#/$defs/verdict"},
+        "schedule": {"oneOf": [{"type": "null"}, {"$ref": "#/$defs/schedule"}]},
+        "history": {"oneOf": [{"type": "null"}, {"$ref": "#/$defs/history"}]},
+    },
+    "$defs": {
+        "witness": {
+            "type": "object",
+            "required": ["record_ids", "events", "detail"],
+            "additionalProperties": False,
+            "properties": {
+                "record_ids": _strings(),
+                "events": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                "detail": {"type": "string"},
+            },
+        },
+        "anomaly": {
+            "type": "object",
+            "required": ["kind", "count", "witnesses"],
+            "additionalProperties": False,
+            "properties": {
+                "kind": {"enum": [kind.value for kind in AnomalyKind]},
+                "count": {"type": "integer", "minimum": 1},
+                "witnesses": {"type": "array", "items": {"$ref": "#/$defs/witness"}},
+            },
+        },
+        "verdict": {
+            "type": "object",
+            "required": ["status", "guarantee", "anomalies", "tolerated", "reasons", "stats"],
+            "additionalProperties": False,
+            "properties": {
+                "status": {"enum": [status.value for status in Status]},
+                "guarantee": {"enum": [g.value for g in Guarantee]},
+                "anomalies": {"type": "array", "items": {"$ref": "#/$defs/anomaly"}},
+                "tolerated": {"type": "array", "items": {"$ref": "#/$defs/anomaly"}},
+                "reasons": _strings(),
+                "stats": {"type": "object", "additionalProperties": {"type": "integer"}},
+            },
+        },
+        "schedule": {
+            "type": "object",
+            "required": ["version", "drain", "steps"],
+            "additionalProperties": False,
+            "properties": {
+                "version": {"type": "integer"},
+                "drain": {"type": "boolean"},
+                "steps": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["op"],
+                        "properties": {"op": {"enum": sorted(STEP_TYPES)}},
+                    },
+                },
+            },
+        },
+        "event": _event(),
+        "history": {
+            "type": "object",
+            "required": ["meta", "stats", "witness_events", "events"],
+            "additionalProperties": False,
+            "properties": {
+                "meta": {
+                    "type": "object",
+                    "required": ["version", "run_id", "partitions", "sinks", "extra"],
+                    "properties": {
+                        "version": {"type": "integer"},
+                        "run_id": {"type": "string"},
+                        "partitions": _strings(),
+                        "sinks": {"type": "object"},
+                        "extra": {"type": "object"},
+                    },
+                },
+                "stats": {
+                    "type": "object",
+                    "required": [
+                        "events",
+                        "processes",
+                        "partitions",
+                        "sinks",
+                        "kinds",
+                        "drain_index",
+                        "end",
+                    ],
+                    "additionalProperties": False,
+                    "properties": {
+                        "events": {"type": "integer", "minimum": 0},
+                        "processes": {"type": "array", "items": {"type": "integer"}},
+                        "partitions": _strings(),
+                        "sinks": _strings(),
+                        "kinds": {
+                            "type": "object",
+                            "required": [kind.value for kind in EventKind],
+                            "additionalProperties": {"type": "integer", "minimum": 0},
+                        },
+                        "drain_index": _nullable("integer"),
+                        "end": _nullable("string"),
+                    },
+                },
+                "witness_events": {"type": "array", "items": {"$ref": "#/$defs/event"}},
+                "events": {
+                    "oneOf": [
+                        {"type": "null"},
+                        {"type": "array", "items": {"$ref": "#/$defs/event"}},
+                    ]
+                },
+            },
+        },
+    },
+}
+"""The JSON Schema every :func:`harness.report.report_json` value satisfies."""
