@@ -139,6 +139,32 @@ def _parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
+    report = commands.add_parser(
+        "report",
+        help="render a failing run as text, JSON and a self-contained HTML timeline",
+        description=(
+            "Render a replay file (the schedule is run again) or a stored history (checked "
+            "against --guarantee) as a report: text to stdout, and with --out DIR also "
+            "report.txt, report.json and report.html (docs/reports.md). Exit code: the "
+            "verdict's (0 VALID, 1 INVALID, 2 UNKNOWN)."
+        ),
+    )
+    report.add_argument("source", help="a replay file (.json) or a history (.jsonl/.parquet)")
+    report.add_argument(
+        "--guarantee",
+        choices=("at-least-once", "exactly-once"),
+        default=None,
+        help="the guarantee to check a history against (a replay file names its own)",
+    )
+    report.add_argument("--out", type=Path, default=None, help="write the report files here")
+    report.add_argument(
+        "--format",
+        action="append",
+        choices=("txt", "json", "html"),
+        default=None,
+        help="which files to write with --out (repeatable; default all three)",
+    )
+
     check = commands.add_parser(
         "check",
         help="check a stored history (.jsonl or .parquet) against a guarantee",
@@ -386,14 +412,14 @@ def _check(args: argparse.Namespace) -> int:
             [str(args.history), "--guarantee", args.guarantee]
             + (["--out", str(args.out)] if args.out else [])
         )
-    from harness.check import check
+    from harness.check import Guarantee, check
     from harness.history.io import read_history
 
     try:
         history = read_history(args.history)
     except OSError as exc:
         raise ConfigError(f"cannot read history {str(args.history)!r}: {exc.strerror}") from None
-    verdict = check(history, args.guarantee)
+    verdict = check(history, Guarantee(args.guarantee))
     text = json.dumps(verdict.to_json(), indent=2)
     if args.out is not None:
         args.out.write_text(text + "\n", encoding="utf-8")
@@ -402,6 +428,48 @@ def _check(args: argparse.Namespace) -> int:
     else:
         print(f"{args.guarantee} for {args.history}: {verdict.status.name}")
         print(verdict.summary())
+    return _exit_code(verdict)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from harness.report import render_text, write_report
+
+    source = str(args.source)
+    if source.endswith((".jsonl", ".parquet")):
+        from harness.check import Guarantee, check
+        from harness.history.io import read_history
+
+        if args.guarantee is None:
+            raise ConfigError(f"--guarantee is required to report on history {source!r}")
+        try:
+            history = read_history(source)
+        except OSError as exc:
+            raise ConfigError(f"cannot read history {source!r}: {exc.strerror}") from None
+        verdict = check(history, Guarantee(args.guarantee))
+        details: dict[str, Any] = {"title": source}
+    else:
+        from harness.runner import Replay, replay
+
+        spec = Replay.load(source)
+        history, verdict = replay(spec)
+        details = {
+            "schedule": spec.schedule,
+            "seed": spec.seed,
+            "replay_command": f"python -m harness replay {source}",
+            "processor": spec.processor,
+            "backend": spec.backend,
+        }
+    print(render_text(verdict, history, **details))
+    if args.out is not None:
+        written = write_report(
+            args.out,
+            verdict=verdict,
+            history=history,
+            formats=args.format or ("txt", "json", "html"),
+            **details,
+        )
+        for path in written.values():
+            print(f"wrote {path}", file=sys.stderr)
     return _exit_code(verdict)
 
 
@@ -449,7 +517,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code or 0)
-    handlers = {"run": _run, "list": _list, "replay": _replay, "check": _check}
+    handlers = {
+        "run": _run,
+        "list": _list,
+        "replay": _replay,
+        "check": _check,
+        "report": _report,
+    }
     try:
         handler = handlers.get(args.command)
         if handler is not None:

@@ -37,8 +37,13 @@ class Transaction:
                 f"instance {inst.number} already has transaction {inst.txn} open; commit or "
                 "abort it before beginning another"
             )
-        ctx._enter()
         world = ctx._sim.world
+        if fenced and world.owner_epoch == 0:
+            raise ConfigError(
+                "a fenced transaction needs a producer epoch: call ctx.claim() first (Kafka's "
+                "initTransactions), or use ctx.transaction(fenced=False)"
+            )
+        ctx._enter()
         self._ctx = ctx
         self.fenced = fenced
         self.id = world.next_txn
