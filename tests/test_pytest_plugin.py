@@ -486,7 +486,9 @@ def test_the_hypothesis_profiles_keep_a_database_per_worker(pytester: pytest.Pyt
 
         def test_profile_loaded():
             current = settings.default
-            assert settings.get_current_profile_name() == "harness-dev"
+            # get_current_profile_name is newer than the oldest supported Hypothesis
+            name = getattr(settings, "get_current_profile_name", None)
+            assert (name() if name else settings._current_profile) == "harness-dev"
             assert (current.max_examples, current.deadline) == (PROFILES["dev"].max_examples, None)
             assert not current.derandomize
 
