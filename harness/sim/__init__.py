@@ -4,6 +4,7 @@ from harness.sim.context import Context, Offsets, OutputLog, Source, Table
 from harness.sim.records import Delivery, OutputRecord
 from harness.sim.simulator import InstanceCrashed, Processor, Simulator, simulate
 from harness.sim.topology import Topology, log_sink, table_sink
+from harness.sim.transaction import Transaction
 from harness.sim.world import Backend, World
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "Source",
     "Table",
     "Topology",
+    "Transaction",
     "World",
     "log_sink",
     "simulate",
