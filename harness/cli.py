@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import sys
 from collections.abc import Sequence
@@ -475,7 +476,7 @@ def _report(args: argparse.Namespace) -> int:
 
 def _spark_command(argv: Sequence[str]) -> int:
     try:
-        from harness.spark import command  # type: ignore[attr-defined,unused-ignore]
+        command: Any = importlib.import_module("harness.spark.command")
     except ImportError as exc:
         raise ConfigError(f"the Spark checker is not available ({exc})") from None
     parser = argparse.ArgumentParser(
