@@ -27,7 +27,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import sys
 import time
 import uuid
@@ -808,11 +807,14 @@ def harness_spark() -> Iterator[Any]:
     pytest.importorskip(
         "pyspark", reason="harness_spark needs pyspark: pip install 'stream-harness[spark]'"
     )
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("harness_spark needs a Java 17+ runtime (java on PATH or $JAVA_HOME)")
+    java = importlib.import_module("harness.spark.java")
+    try:
+        java.java_info()
+    except java.JavaUnavailable as exc:
+        pytest.skip(f"harness_spark: {exc}")
     module = importlib.import_module("harness.spark.session")
     session = module.spark_session()
     try:
         yield session
     finally:
-        session.stop()
+        module.stop_spark_session()

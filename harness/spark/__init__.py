@@ -1,0 +1,44 @@
+"""The Spark checker: the local checker's verdicts for histories far larger than memory.
+
+* :func:`check_parquet` checks every run stored at a path (a history Parquet file, or a
+  directory of them) against a guarantee and returns a :class:`SparkCheck` (a
+  :class:`~harness.check.verdict.Verdict` per run, and the worst status);
+  :func:`analyze_parquet` runs the queries once for both guarantees.
+* :func:`spark_session` gives the process's test-safe SparkSession (UI off, loopback,
+  ephemeral ports, per-worker scratch directories); :func:`java_info` checks Java 17+ first
+  and :class:`JavaUnavailable` says what to install.
+* :func:`generate_history` writes large histories with anomalies planted at known places and
+  returns the exact answer (:class:`GeneratedHistory`).
+* ``python -m harness check-spark`` and ``spark-submit harness/spark/job.py`` are the command
+  line (:mod:`harness.spark.command`).
+
+Importing this package imports neither pyspark nor pyarrow; they are needed (``pip install
+'stream-harness[spark]'``) only when a check or a generator runs. ``docs/spark.md`` explains
+the passes, the parity with the local checker and the measured throughput.
+"""
+
+from harness.spark.checker import Analysis, SparkCheck, analyze_parquet, check_parquet
+from harness.spark.generate import EVENTS_PER_RECORD, GeneratedHistory, Plan, generate_history
+from harness.spark.java import MIN_JAVA, JavaInfo, JavaUnavailable, java_info
+from harness.spark.session import spark_session, stop_spark_session
+from harness.spark.source import HistoryFile, RunSource, discover_runs
+
+__all__ = [
+    "EVENTS_PER_RECORD",
+    "MIN_JAVA",
+    "Analysis",
+    "GeneratedHistory",
+    "HistoryFile",
+    "JavaInfo",
+    "JavaUnavailable",
+    "Plan",
+    "RunSource",
+    "SparkCheck",
+    "analyze_parquet",
+    "check_parquet",
+    "discover_runs",
+    "generate_history",
+    "java_info",
+    "spark_session",
+    "stop_spark_session",
+]

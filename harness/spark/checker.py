@@ -1,0 +1,966 @@
+"""The Spark checker: history Parquet in, one :class:`~harness.check.verdict.Verdict` per run out.
+
+It applies the rules of :mod:`harness.check.local` (and :func:`harness.check.validate`) to
+histories too large for memory, and returns the same verdicts: the same status, the same
+anomalies with the same exact counts and the same witnesses (chosen by the same order), the
+same reasons and the same stats. A source may hold many runs (see
+:mod:`harness.spark.source`); each gets its own verdict, as if checked alone, and
+:attr:`SparkCheck.status` is the worst of them.
+
+The work is split into few passes over the data (:mod:`harness.spark._queries`); only counts
+and a handful of rows per anomaly ever reach the driver. pyspark is imported when a check
+runs, never when this module is imported.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, final
+
+from harness.check.local import NO_DRAIN_REASON
+from harness.check.validate import MAX_PROBLEMS
+from harness.check.verdict import (
+    Anomaly,
+    AnomalyKind,
+    Guarantee,
+    Status,
+    Verdict,
+    Witness,
+)
+from harness.errors import ConfigError
+from harness.history.events import SinkKind
+from harness.spark._format import best, lexicographic, problem_message, witness
+from harness.spark.session import require_pyspark
+from harness.spark.source import RunSource, discover_runs
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from harness.spark._queries import Context, Summary
+
+__all__ = ["Analysis", "SparkCheck", "analyze_parquet", "check_parquet"]
+
+_COMPLETE: Final = "complete"
+_EMPTY: Final = "the history has no events; it needs at least its end event"
+_TOLERATED: Final = frozenset({AnomalyKind.DUPLICATE, AnomalyKind.OFFSET_REGRESSION})
+_OCCURRENCE_SCHEMA: Final = (
+    "run int, kind string, sub string, cls string, weight long, ev array<long>, "
+    "rk array<string>, rid string, pos long, l1 long, l2 long, l3 long, l4 long, l5 long, "
+    "l6 long, s1 string, s2 string, la array<long>"
+)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class SparkCheck:
+    """The verdict of every run of a history source under one guarantee.
+
+    ``verdicts`` maps run id to verdict, sorted by run id; :attr:`status` is the worst
+    (INVALID > UNKNOWN > VALID), VALID only when every run is.
+    """
+
+    guarantee: Guarantee
+    verdicts: Mapping[str, Verdict]
+
+    @property
+    def status(self) -> Status:
+        """The worst status of all runs."""
+        return Status.worst(verdict.status for verdict in self.verdicts.values())
+
+    @property
+    def ok(self) -> bool:
+        """True only when every run is VALID."""
+        return self.status is Status.VALID
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"status", "guarantee", "runs": {run_id: Verdict.to_json()}}``."""
+        return {
+            "status": self.status.value,
+            "guarantee": self.guarantee.value,
+            "runs": {run_id: verdict.to_json() for run_id, verdict in self.verdicts.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SparkCheck:
+        return cls(
+            guarantee=Guarantee(data["guarantee"]),
+            verdicts={
+                run_id: Verdict.from_json(verdict) for run_id, verdict in data["runs"].items()
+            },
+        )
+
+    def summary(self) -> str:
+        """The worst status, then each run's :meth:`Verdict.summary` under its run id."""
+        lines = [
+            f"{self.status.value.upper()} under {self.guarantee.value} "
+            f"({len(self.verdicts)} run{'s' if len(self.verdicts) != 1 else ''})"
+        ]
+        for run_id, verdict in self.verdicts.items():
+            lines.append(f"run {run_id}: {verdict.summary()}")
+        return "\n".join(lines)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """Everything the Spark checker found in a source, for any guarantee
+    (:meth:`verdicts`); the queries do not depend on the guarantee."""
+
+    runs: tuple[str, ...]
+    _verdicts: Mapping[Guarantee, Mapping[str, Verdict]] = field(repr=False)
+
+    def verdicts(self, guarantee: Guarantee) -> SparkCheck:
+        """The :class:`SparkCheck` under ``guarantee``."""
+        if not isinstance(guarantee, Guarantee):
+            raise ConfigError(
+                f"guarantee must be a Guarantee (Guarantee.AT_LEAST_ONCE or "
+                f"Guarantee.EXACTLY_ONCE), got {guarantee!r}"
+            )
+        return SparkCheck(guarantee=guarantee, verdicts=self._verdicts[guarantee])
+
+
+def check_parquet(
+    path: str | os.PathLike[str],
+    guarantee: Guarantee,
+    *,
+    spark: SparkSession | None = None,
+) -> SparkCheck:
+    """Check every run stored at ``path`` against ``guarantee`` with Spark.
+
+    ``spark`` defaults to :func:`harness.spark.session.spark_session` (local mode, or the
+    master ``spark-submit`` gave). Raises :class:`ConfigError` for a bad guarantee or a
+    path with no history, :class:`~harness.errors.CorruptData` for a file that is not a
+    history, :class:`~harness.errors.MissingDependency` without pyspark or pyarrow and
+    :class:`~harness.spark.java.JavaUnavailable` without Java 17+. A malformed history is
+    not an error: its verdict is UNKNOWN with the validator's reasons.
+    """
+    if not isinstance(guarantee, Guarantee):
+        raise ConfigError(
+            f"guarantee must be a Guarantee (Guarantee.AT_LEAST_ONCE or "
+            f"Guarantee.EXACTLY_ONCE), got {guarantee!r}"
+        )
+    return analyze_parquet(path, spark=spark).verdicts(guarantee)
+
+
+def analyze_parquet(path: str | os.PathLike[str], *, spark: SparkSession | None = None) -> Analysis:
+    """Run the Spark checker's queries once and keep the verdicts under both guarantees.
+
+    Same arguments and errors as :func:`check_parquet`.
+    """
+    runs = discover_runs(path)
+    require_pyspark()
+    if spark is None:
+        from harness.spark.session import spark_session
+
+        spark = spark_session()
+    from harness.spark import _queries
+
+    shuffle = int(spark.conf.get("spark.sql.shuffle.partitions") or 4)
+    context = _queries.load(spark, runs, max(1, shuffle))
+    try:
+        verdicts = _Checker(context, runs).run()
+    finally:
+        context.release()
+    return Analysis(
+        runs=tuple(run.run_id for run in runs),
+        _verdicts=MappingProxyType(
+            {
+                guarantee: MappingProxyType(
+                    {runs[number].run_id: verdict for number, verdict in sorted(by_run.items())}
+                )
+                for guarantee, by_run in verdicts.items()
+            }
+        ),
+    )
+
+
+@dataclass(slots=True)
+class _Run:
+    """What the driver knows about one run while the passes go on."""
+
+    number: int
+    source: RunSource
+    summary: Summary | None = None
+    reasons: list[str] = field(default_factory=list)
+    invalid: bool = False
+    stats: dict[str, int] = field(default_factory=dict)
+    unexpected_records: int = 0
+
+    @property
+    def has_log_sink(self) -> bool:
+        return any(spec.kind is SinkKind.LOG for spec in self.source.meta.sinks.values())
+
+    @property
+    def ordered_sinks(self) -> list[str]:
+        return sorted(
+            name
+            for name, spec in self.source.meta.sinks.items()
+            if spec.kind is SinkKind.LOG and spec.ordered
+        )
+
+    @property
+    def settled(self) -> bool:
+        summary = self.summary
+        return summary is not None and summary.drains > 0 and summary.end_detail == _COMPLETE
+
+
+class _Checker:
+    def __init__(self, context: Context, runs: tuple[RunSource, ...]) -> None:
+        self.context = context
+        self.runs = [_Run(number, source) for number, source in enumerate(runs)]
+
+    def run(self) -> dict[Guarantee, dict[int, Verdict]]:
+        from harness.spark import _queries as q
+
+        summaries, tables = q.summary(self.context)
+        for state in self.runs:
+            state.summary = summaries.get(state.number)
+            if state.summary is None:
+                state.invalid = True
+                state.reasons = [_EMPTY]
+            elif _summary_fails(state.summary):
+                state.invalid = True
+        live = [s.number for s in self.runs if not s.invalid]
+        groups: dict[int, dict[tuple[AnomalyKind, str], tuple[int, list[Witness]]]] = {}
+        if live:
+            facts = q.records(self.context, live)
+            if not self._record_stats(facts, live):
+                facts = q.exact_below(self.context, live, facts)
+                self._record_stats(facts, live)
+            live = [s.number for s in self.runs if not s.invalid]
+            if live:
+                lossy = [n for n in live if self.runs[n].has_log_sink and self.runs[n].settled]
+                groups = self._occurrences(q, facts, tables, live, lossy)
+        invalid = [s.number for s in self.runs if s.invalid and not s.reasons]
+        if invalid:
+            self._explain(q, invalid)
+        return {
+            guarantee: {
+                state.number: self._verdict(state, guarantee, groups.get(state.number, {}))
+                for state in self.runs
+            }
+            for guarantee in Guarantee
+        }
+
+    # ------------------------------------------------------------------ validation
+
+    def _record_stats(self, facts: DataFrame, live: Sequence[int]) -> bool:
+        """Fill the stats of the runs in ``live`` from ``facts`` and mark the runs whose
+        records break validation; False (and nothing done) when some record's ``below``
+        must be counted exactly first."""
+        from pyspark.sql import functions as F
+
+        acked = F.col("ack_n") > 0
+        poison = F.coalesce(F.col("poison"), F.lit(False))
+        missing = F.col("parts") - F.coalesce(F.col("below"), F.lit(0))
+        rows = (
+            facts.groupBy("run")
+            .agg(
+                F.count_if(F.col("cert_bad")).alias("bad"),
+                F.count_if(acked).alias("acknowledged"),
+                F.sum(F.when(acked, F.col("parts"))).alias("expected_effects"),
+                F.sum(F.when(acked, F.coalesce(F.col("extra"), F.lit(0)))).alias("duplicates"),
+                F.sum(F.when(acked & ~poison, missing)).alias("lost"),
+                F.count_if(F.col("below").isNull()).alias("unknown"),
+                F.count_if(~acked & (F.col("obs_n") > 0)).alias("unexpected"),
+            )
+            .collect()
+        )
+        if any(row["unknown"] for row in rows):
+            return False
+        for row in rows:
+            state = self.runs[row["run"]]
+            if row["bad"]:
+                state.invalid = True
+                continue
+            summary = state.summary
+            assert summary is not None
+            log = state.has_log_sink
+            state.unexpected_records = int(row["unexpected"] or 0)
+            state.stats = {
+                "events": summary.events,
+                "appended": summary.appends,
+                "acknowledged": int(row["acknowledged"] or 0),
+                "observed_outputs": summary.log_observes,
+                "expected_effects": int(row["expected_effects"] or 0) if log else 0,
+                "duplicates": int(row["duplicates"] or 0) if log else 0,
+                "lost": int(row["lost"] or 0) if log and state.settled else 0,
+            }
+        for number in live:
+            state = self.runs[number]
+            if not state.invalid and not state.stats:
+                summary = state.summary
+                assert summary is not None
+                state.stats = _empty_stats(summary.events)
+                state.stats.update(appended=summary.appends, observed_outputs=summary.log_observes)
+        return True
+
+    def _explain(self, q: Any, numbers: Sequence[int]) -> None:
+        """The validator's reasons for runs known to fail it."""
+        rows = q.problems(self.context, numbers)
+        summaries = {n: self.runs[n].summary for n in numbers}
+        many_ends = [n for n, s in summaries.items() if s is not None and s.ends > 1]
+        many_drains = [n for n, s in summaries.items() if s is not None and s.drains > 1]
+        ends = q.positions(self.context, many_ends, q.END) if many_ends else {}
+        drains = q.positions(self.context, many_drains, q.DRAIN) if many_drains else {}
+        for number in numbers:
+            state = self.runs[number]
+            summary = state.summary
+            assert summary is not None
+            meta = state.source.meta
+            messages = [
+                problem_message(row, meta.partitions, list(meta.sinks))
+                for row in rows.get(number, [])
+            ]
+            last = summary.events - 1
+            if summary.ends == 0:
+                messages.append("the history has no end event; its last event must be 'end'")
+            elif summary.ends > 1:
+                messages.append(
+                    f"the history has {summary.ends} end events (events "
+                    f"{', '.join(map(str, ends[number]))}); it must have exactly one, the last"
+                )
+            elif summary.end_pos != last:
+                messages.append(
+                    f"event {summary.end_pos} (end) is not the last event; the history goes "
+                    f"on to {last}"
+                )
+            if summary.drains > 1:
+                messages.append(
+                    f"the history has {summary.drains} drain events (events "
+                    f"{', '.join(map(str, drains[number]))}); it may have at most one"
+                )
+            if len(messages) >= MAX_PROBLEMS:
+                messages = messages[:MAX_PROBLEMS]
+                messages.append(f"(stopped after {MAX_PROBLEMS} problems; there may be more)")
+            if not messages:  # the passes disagree with the replay: never call it valid
+                messages = [
+                    "internal error: the Spark checker found this run malformed but "
+                    "could not say why; check it with the local checker"
+                ]
+            state.reasons = messages
+
+    # ------------------------------------------------------------------ anomalies
+
+    def _occurrences(
+        self,
+        q: Any,
+        facts: DataFrame,
+        tables: DataFrame,
+        live: list[int],
+        lossy: list[int],
+    ) -> dict[int, dict[tuple[AnomalyKind, str], tuple[int, list[Witness]]]]:
+        from pyspark.sql import functions as F
+
+        context = self.context
+        summaries = [_summary_of(self.runs[n]) for n in live]
+        parts = q.partitions(
+            context,
+            live,
+            one_reader=all(summary.one_reader for summary in summaries),
+            truncates=any(summary.truncates for summary in summaries),
+        )
+        for number in q.offset_violations(context, facts, live):
+            self.runs[number].invalid = True
+        valid = [n for n in live if not self.runs[n].invalid]
+        if not valid:
+            return {}
+        doubled = [n for n in valid if self.runs[n].stats.get("duplicates")]
+        unacked = [n for n in valid if self.runs[n].unexpected_records]
+        frames = [*_effects(q, context, facts, unacked, doubled), *_orders(parts)]
+        lossy = [n for n in lossy if n in valid and self.runs[n].stats.get("lost")]
+        if lossy:
+            frames.append(_past(q.past_lost(context, facts, lossy)))
+        ordered = {n: self.runs[n].ordered_sinks for n in valid if self.runs[n].ordered_sinks}
+        if ordered:
+            simple = [n for n, sinks in ordered.items() if len(sinks) == 1]
+            if simple:
+                # one ordered sink: if no record shows two parts in it, the facts suffice
+                many = facts.where(F.col("run").isin(*simple) & (F.col("ordered_effects") > 1))
+                crowded = {row["run"] for row in many.select("run").distinct().collect()}
+                simple = [n for n in simple if n not in crowded]
+            if simple:
+                names = context.small(
+                    [(n, ordered[n][0]) for n in simple], "run int, sink_name string"
+                )
+                pairs = q.nonmonotonic_from_facts(context, facts, simple).join(
+                    F.broadcast(names), "run"
+                )
+                frames.append(_pairs(pairs.drop("sink").withColumnRenamed("sink_name", "sink")))
+            general = [n for n in ordered if n not in simple]
+            if general:
+                frames.append(_pairs(q.nonmonotonic(context, general)))
+        if lossy:
+            frames.append(_lost(facts, lossy))
+        with_tables = [
+            n
+            for n in valid
+            if any(
+                spec.kind is SinkKind.TABLE and spec.aggregate is not None
+                for spec in self.runs[n].source.meta.sinks.values()
+            )
+        ]
+        if with_tables:
+            frames.append(_mismatches(q.count_mismatches(context, facts, tables, with_tables)))
+        aborting = [n for n in valid if _summary_of(self.runs[n]).aborts]
+        if aborting:
+            frames.append(_aborted(q.aborted_reads(context, aborting)))
+        nulls = [n for n in valid if _summary_of(self.runs[n]).null_observes]
+        if nulls:
+            frames.append(_null_unexpected(q.null_observes(context, nulls)))
+        occurrences = q._union(q._conform(f, _columns()) for f in frames)
+        occurrences = occurrences.where(F.col("run").isin(*valid))
+        from pyspark.sql import Window
+
+        group = Window.partitionBy("run", "kind", "sub", "cls")
+        order = group.orderBy(F.col("ev").asc_nulls_first(), F.col("rk").asc_nulls_first())
+        firsts = (
+            occurrences.select(
+                "*",
+                F.row_number().over(order).alias("rn"),
+                F.sum("weight").over(group).alias("total"),
+            )
+            .where(F.col("rn") <= 5)
+            .collect()
+        )
+        totals = {(r["run"], r["kind"], r["sub"], r["cls"]): int(r["total"]) for r in firsts}
+        return self._build_groups(q, totals, firsts, facts)
+
+    def _verdict(
+        self,
+        state: _Run,
+        guarantee: Guarantee,
+        groups: Mapping[tuple[AnomalyKind, str], tuple[int, list[Witness]]],
+    ) -> Verdict:
+        summary = state.summary
+        events = summary.events if summary is not None else 0
+        if state.invalid:
+            return Verdict(
+                status=Status.UNKNOWN,
+                guarantee=guarantee,
+                reasons=tuple(state.reasons),
+                stats=_empty_stats(events),
+            )
+        assert summary is not None
+        failing: list[Anomaly] = []
+        tolerated: list[Anomaly] = []
+        for kind in AnomalyKind:
+            if kind is AnomalyKind.COUNT_MISMATCH:
+                over = groups.get((kind, "over"), (0, []))
+                under = groups.get((kind, "under"), (0, []))
+                if guarantee is Guarantee.EXACTLY_ONCE:
+                    both = (over[0] + under[0], over[1] + under[1])
+                    if both[0]:
+                        failing.append(Anomaly(kind, both[0], best(both[1])))
+                else:
+                    if under[0]:
+                        failing.append(Anomaly(kind, under[0], best(under[1])))
+                    if over[0]:
+                        tolerated.append(Anomaly(kind, over[0], best(over[1])))
+                continue
+            count, witnesses = groups.get((kind, ""), (0, []))
+            if not count:
+                continue
+            anomaly = Anomaly(kind, count, best(witnesses))
+            if guarantee is Guarantee.AT_LEAST_ONCE and kind in _TOLERATED:
+                tolerated.append(anomaly)
+            else:
+                failing.append(anomaly)
+        reasons: list[str] = []
+        if not failing:
+            if summary.end_detail != _COMPLETE:
+                reasons.append(str(summary.end_detail))
+            if summary.drains == 0:
+                reasons.append(NO_DRAIN_REASON)
+        status = Status.INVALID if failing else Status.UNKNOWN if reasons else Status.VALID
+        return Verdict(
+            status=status,
+            guarantee=guarantee,
+            anomalies=tuple(failing),
+            tolerated=tuple(tolerated),
+            reasons=tuple(reasons),
+            stats=state.stats,
+        )
+
+    def _build_groups(
+        self,
+        q: Any,
+        totals: Mapping[tuple[int, str, str, str], int],
+        firsts: Sequence[Any],
+        facts: DataFrame,
+    ) -> dict[int, dict[tuple[AnomalyKind, str], tuple[int, list[Witness]]]]:
+        """Per run and (kind, class): the exact count and the candidate witnesses."""
+        result: dict[int, dict[tuple[AnomalyKind, str], tuple[int, list[Witness]]]] = {}
+        by_key: dict[tuple[int, str, str, str], list[Any]] = {}
+        for row in firsts:
+            by_key.setdefault((row["run"], row["kind"], row["sub"], row["cls"]), []).append(row)
+        # details only the data can give: skipped and claimed records, keys' records, parts
+        needs_range = sorted(
+            {
+                (row["run"], row["l6"])
+                for (_, kind, sub, _), rows in by_key.items()
+                if kind == "skip" or (kind == "offset-ahead" and sub == "a")
+                for row in rows
+            }
+        )
+        unsorted = q.unsorted_partitions(facts, self.context, needs_range)
+        ranges: list[tuple[int, int, int, int, int]] = []
+        exact: list[tuple[int, int, int, int, int]] = []
+        keys: list[tuple[int, str]] = []
+        big: list[tuple[int, str]] = []
+        for (run, kind, sub, _), rows in by_key.items():
+            for i, row in enumerate(rows):
+                ident = len(ranges) + len(exact)
+                if kind == "skip" or (kind == "offset-ahead" and sub == "a"):
+                    if kind == "skip":
+                        low = row["l4"] + 1 if row["l3"] == 2 else row["l4"]
+                    else:
+                        low = 0 if row["l3"] is None else row["l3"] + 1
+                    item = (ident, run, row["l6"], low, row["l1"])
+                    (exact if (run, row["l6"]) in unsorted else ranges).append(item)
+                    rows[i] = {**row.asDict(), "range": ident}
+                elif kind == "count-mismatch":
+                    keys.append((run, row["s2"]))
+                elif kind == "lost" and row["l4"]:
+                    big.append((run, row["rid"]))
+        between = q.records_between(facts, self.context, ranges)
+        if exact:
+            lists = q.append_offsets(
+                facts, self.context, sorted({(run, pno) for _, run, pno, _, _ in exact})
+            )
+            for ident, run, pno, low, high in exact:
+                between[ident] = _bisected(lists.get((run, pno), []), low, high)
+        key_ids = q.key_records(self.context, facts, sorted(set(keys)))
+        seen = q.observed_parts(self.context, sorted({r for r, _ in big}), big) if big else {}
+        kinds = {kind.value: kind for kind in AnomalyKind}
+        for (run, kind_name, sub, cls), count in totals.items():
+            state = self.runs[run]
+            kind = kinds[kind_name]
+            if not _assessed(state, kind, cls if kind is AnomalyKind.COUNT_MISMATCH else sub):
+                continue
+            meta = state.source.meta
+            names = _partition_names(meta.partitions)
+            made = [
+                w
+                for row in by_key.get((run, kind_name, sub, cls), [])
+                for w in _witnesses(kind, sub, row, names, between, key_ids, seen, run)
+            ]
+            group = (kind, cls if kind is AnomalyKind.COUNT_MISMATCH else "")
+            previous = result.setdefault(run, {}).get(group, (0, []))
+            result[run][group] = (previous[0] + count, previous[1] + made)
+        return result
+
+
+def _summary_of(state: _Run) -> Summary:
+    assert state.summary is not None
+    return state.summary
+
+
+def _summary_fails(summary: Summary) -> bool:
+    return (
+        summary.bad > 0
+        or summary.ends != 1
+        or summary.end_pos != summary.events - 1
+        or summary.drains > 1
+    )
+
+
+def _empty_stats(events: int) -> dict[str, int]:
+    return {
+        "events": events,
+        "appended": 0,
+        "acknowledged": 0,
+        "observed_outputs": 0,
+        "expected_effects": 0,
+        "duplicates": 0,
+        "lost": 0,
+    }
+
+
+def _assessed(state: _Run, kind: AnomalyKind, sub: str) -> bool:
+    """Whether the local checker looks for ``kind`` in this run at all."""
+    if (
+        kind
+        in (
+            AnomalyKind.LOST,
+            AnomalyKind.DUPLICATE,
+            AnomalyKind.UNEXPECTED,
+            AnomalyKind.ABORTED_READ,
+        )
+        and not state.has_log_sink
+    ):
+        return False
+    if kind is AnomalyKind.LOST or (kind is AnomalyKind.OFFSET_AHEAD and sub == "b"):
+        return state.has_log_sink and state.settled
+    if kind is AnomalyKind.COUNT_MISMATCH and sub == "under":
+        return state.settled
+    return True
+
+
+def _partition_names(partitions: Iterable[str]) -> dict[int, str]:
+    numbers: dict[str, int] = {}
+    for name in partitions:
+        numbers.setdefault(name, len(numbers))
+    return {number: name for name, number in numbers.items()}
+
+
+def _bisected(appends: Sequence[tuple[int, str]], low: int, high: int) -> tuple[list[str], int]:
+    """The local checker's ``records_between`` over one partition's appends, exactly (its
+    binary search over offsets in append order, sorted or not)."""
+    from bisect import bisect_left
+
+    offsets = [offset for offset, _ in appends]
+    start = bisect_left(offsets, low)
+    stop = bisect_left(offsets, high)
+    names = [name for _, name in appends]
+    return names[start : min(stop, start + 5)], max(0, stop - start)
+
+
+def _witnesses(
+    kind: AnomalyKind,
+    sub: str,
+    row: Any,
+    names: Mapping[int, str],
+    between: Mapping[int, tuple[list[str], int]],
+    key_ids: Mapping[tuple[int, str], list[str]],
+    seen: Mapping[tuple[int, str], set[int]],
+    run: int,
+) -> list[Witness]:
+    get = row.__getitem__
+    if kind is AnomalyKind.LOST:
+        rid, ack, parts, mask, high = get("rid"), get("l1"), get("l2"), get("l3"), get("l4")
+        observed = seen.get((run, rid)) if high else None
+        result = []
+        for part in lexicographic(parts):
+            shown = (
+                part in observed
+                if observed is not None
+                else part < 62 and bool((mask or 0) >> part & 1)
+            )
+            if shown:
+                continue
+            detail = (
+                f"record {rid!r} part {part} was acknowledged at event {ack} but no log sink "
+                f"shows it"
+            )
+            result.append(witness((rid,), get("ev"), detail))
+            if len(result) == 5:
+                break
+        return result
+    if kind is AnomalyKind.DUPLICATE:
+        outputs = get("la")
+        detail = (
+            f"record {get('rid')!r} part {get('l1')} was observed {len(outputs)} times "
+            f"(outputs {', '.join(map(str, outputs))})"
+        )
+        return [witness((get("rid"),), get("ev"), detail)]
+    if kind is AnomalyKind.UNEXPECTED:
+        where = f"output {get('l1')} in sink {get('s1')!r}"
+        rid = get("rid")
+        if rid is None:
+            return [witness((), get("ev"), f"{where} has no input record")]
+        if get("l2") is None:
+            detail = f"{where} derives from record {rid!r}, which was never appended"
+        else:
+            detail = (
+                f"{where} derives from record {rid!r}, appended at event {get('l2')} but never "
+                f"acknowledged"
+            )
+        return [witness((rid,), get("ev"), detail)]
+    if kind is AnomalyKind.ABORTED_READ:
+        where = f"output {get('l1')} in sink {get('s1')!r}"
+        detail = (
+            f"{where} was emitted at event {get('l2')} in transaction {get('l3')}, which "
+            f"aborted at event {get('l4')}"
+        )
+        rid = get("rid")
+        return [witness(() if rid is None else (rid,), get("ev"), detail)]
+    if kind is AnomalyKind.COUNT_MISMATCH:
+        observed = get("l2")
+        value = "observed 0 (key absent)" if observed is None else f"observed {observed}"
+        detail = f"sink {get('s1')} key {get('s2')}: expected {get('l1')}, {value}"
+        return [witness(key_ids.get((run, get("s2")), []), get("ev"), detail)]
+    if kind is AnomalyKind.NONMONOTONIC:
+        partition = names[get("l3")]
+        detail = (
+            f"sink {get('s2')!r} shows record {get('rid')!r} (offset {get('l1')} of partition "
+            f"{partition!r}) after record {get('s1')!r} (offset {get('l2')})"
+        )
+        return [witness((get("s1"), get("rid")), get("ev"), detail)]
+    partition = names[get("l6")]
+    if kind is AnomalyKind.SKIP:
+        offset, process, how, low, before = (get(n) for n in ("l1", "l2", "l3", "l4", "l5"))
+        if how == 0:
+            since = f"a fetch that found no stored offset (event {before})"
+        elif how == 1:
+            since = f"a fetch of offset {low} (event {before})"
+        else:
+            since = f"a read of offset {low} (event {before})"
+            low = low + 1
+        records, skipped = between[get("range")]
+        detail = (
+            f"process {process} read offset {offset} of partition {partition!r} after {since}: "
+            f"offsets {low} to {offset - 1} skipped ({skipped} appended records)"
+        )
+        return [witness(records, get("ev"), detail)]
+    if kind is AnomalyKind.OFFSET_AHEAD and sub == "a":
+        best_off = get("l3")
+        read = "nothing" if best_off is None else f"offset {best_off} (event {get('l4')})"
+        detail = (
+            f"process {get('l2')} committed offset {get('l1')} of partition {partition!r}, but "
+            f"the highest offset read before it was {read}"
+        )
+        return [witness(between[get("range")][0], get("ev"), detail)]
+    if kind is AnomalyKind.OFFSET_AHEAD:
+        detail = (
+            f"process {get('l2')} committed offset {get('l1')} of partition {partition!r}, past "
+            f"lost record {get('rid')!r} at offset {get('l3')}"
+        )
+        return [witness((get("rid"),), get("ev"), detail)]
+    assert kind is AnomalyKind.OFFSET_REGRESSION
+    detail = (
+        f"process {get('l2')} committed offset {get('l1')} of partition {partition!r}, below "
+        f"the stored offset {get('l3')} set at event {get('l4')}"
+    )
+    return [witness((), get("ev"), detail)]
+
+
+# ------------------------------------------------------------- occurrence frames (Spark)
+
+
+def _columns() -> list[tuple[str, Any]]:
+    from pyspark.sql import types as T
+
+    schema = T._parse_datatype_string(_OCCURRENCE_SCHEMA)
+    assert isinstance(schema, T.StructType)
+    return [(f.name, f.dataType) for f in schema.fields]
+
+
+def _lost(facts: DataFrame, lossy: Sequence[int]) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    from harness.spark._queries import _sorted_events
+
+    missing = F.col("parts") - F.coalesce(F.col("below"), F.lit(0))
+    rows = facts.where(
+        F.col("run").isin(*lossy)
+        & (F.col("ack_n") > 0)
+        & ~F.coalesce(F.col("poison"), F.lit(False))
+        & (missing > 0)
+    )
+    return rows.select(
+        "run",
+        F.lit("lost").alias("kind"),
+        F.lit("").alias("sub"),
+        F.lit("").alias("cls"),
+        missing.alias("weight"),
+        _sorted_events(F.col("ack_first"), F.col("read_last"), F.col("emit_last")).alias("ev"),
+        F.array(F.col("record_id")).alias("rk"),
+        F.col("record_id").alias("rid"),
+        F.col("ack_first").alias("l1"),
+        F.col("parts").alias("l2"),
+        F.col("omask").alias("l3"),
+        (F.col("parts") > 62).cast("long").alias("l4"),
+    )
+
+
+def _effects(
+    q: Any, context: Context, facts: DataFrame, unacked: Sequence[int], doubled: Sequence[int]
+) -> list[DataFrame]:
+    """unexpected (records not acknowledged) and duplicate occurrences."""
+    from pyspark.sql import functions as F
+
+    frames = []
+    if unacked:
+        rows = q.observe_rows(context, facts, unacked, kind="unexpected")
+        frames.append(
+            rows.select(
+                "run",
+                F.lit("unexpected").alias("kind"),
+                F.lit("").alias("sub"),
+                F.lit("").alias("cls"),
+                F.lit(1).cast("long").alias("weight"),
+                q._sorted_events(F.col("pos"), F.col("app_pos")).alias("ev"),
+                F.array(F.col("record_id")).alias("rk"),
+                F.col("record_id").alias("rid"),
+                "pos",
+                F.col("output_id").alias("l1"),
+                F.col("app_pos").alias("l2"),
+                F.col("sink").alias("s1"),
+            )
+        )
+    if doubled:
+        copies = q.observe_rows(context, facts, doubled, kind="duplicate")
+        frames.append(_duplicates(q.duplicate_effects(context, copies)))
+    return frames
+
+
+def _pairs(pairs: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return pairs.select(
+        "run",
+        F.lit("nonmonotonic").alias("kind"),
+        F.lit("").alias("sub"),
+        F.lit("").alias("cls"),
+        F.lit(1).cast("long").alias("weight"),
+        F.array(F.col("prev_pos"), F.col("pos")).alias("ev"),
+        F.array(F.col("prev_rid"), F.col("record_id")).alias("rk"),
+        F.col("record_id").alias("rid"),
+        F.col("prev_rid").alias("s1"),
+        F.col("sink").alias("s2"),
+        F.col("off").alias("l1"),
+        F.col("prev_off").alias("l2"),
+        F.col("pno").cast("long").alias("l3"),
+    )
+
+
+def _duplicates(effects: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    positions = F.transform(F.col("copies"), lambda c: c["pos"])
+    emits = F.coalesce(F.col("emits"), F.array().cast("array<long>"))
+    return effects.select(
+        "run",
+        F.lit("duplicate").alias("kind"),
+        F.lit("").alias("sub"),
+        F.lit("").alias("cls"),
+        (F.size("copies") - 1).cast("long").alias("weight"),
+        F.array_sort(F.array_distinct(F.concat(positions, emits))).alias("ev"),
+        F.array(F.col("record_id")).alias("rk"),
+        F.col("record_id").alias("rid"),
+        F.col("part").alias("l1"),
+        F.transform(F.col("copies"), lambda c: c["output_id"]).alias("la"),
+    )
+
+
+def _orders(parts: DataFrame) -> list[DataFrame]:
+    """skip, offset-ahead and offset-regression occurrences from the partition pass."""
+    from pyspark.sql import functions as F
+
+    common = [F.lit("").alias("cls"), F.lit(1).cast("long").alias("weight")]
+    skips = parts.where(F.col("tag") == "S").select(
+        "run",
+        F.lit("skip").alias("kind"),
+        F.lit("").alias("sub"),
+        *common,
+        F.array(F.col("before"), F.col("pos")).alias("ev"),
+        F.col("off").alias("l1"),
+        F.col("process").alias("l2"),
+        F.col("how").cast("long").alias("l3"),
+        F.col("low").alias("l4"),
+        F.col("before").alias("l5"),
+        F.col("pno").cast("long").alias("l6"),
+    )
+    ahead = parts.where(F.col("tag") == "A").select(
+        "run",
+        F.lit("offset-ahead").alias("kind"),
+        F.lit("a").alias("sub"),
+        *common,
+        F.when(F.col("before").isNull(), F.array(F.col("pos")))
+        .otherwise(F.array(F.col("before"), F.col("pos")))
+        .alias("ev"),
+        F.col("off").alias("l1"),
+        F.col("process").alias("l2"),
+        F.col("low").alias("l3"),
+        F.col("before").alias("l4"),
+        F.col("pno").cast("long").alias("l6"),
+    )
+    regression = parts.where(F.col("tag") == "G").select(
+        "run",
+        F.lit("offset-regression").alias("kind"),
+        F.lit("").alias("sub"),
+        *common,
+        F.array(F.col("before"), F.col("pos")).alias("ev"),
+        F.array().cast("array<string>").alias("rk"),
+        F.col("off").alias("l1"),
+        F.col("process").alias("l2"),
+        F.col("low").alias("l3"),
+        F.col("before").alias("l4"),
+        F.col("pno").cast("long").alias("l6"),
+    )
+    return [skips, ahead, regression]
+
+
+def _past(past: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return past.select(
+        "run",
+        F.lit("offset-ahead").alias("kind"),
+        F.lit("b").alias("sub"),
+        F.lit("").alias("cls"),
+        F.lit(1).cast("long").alias("weight"),
+        F.array(F.col("pos")).alias("ev"),
+        F.array(F.col("record_id")).alias("rk"),
+        F.col("record_id").alias("rid"),
+        F.col("before").alias("l1"),
+        F.col("process").alias("l2"),
+        F.col("off").alias("l3"),
+        F.col("pno").cast("long").alias("l6"),
+    )
+
+
+def _mismatches(wrong: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return wrong.select(
+        "run",
+        F.lit("count-mismatch").alias("kind"),
+        F.lit("").alias("sub"),
+        F.when(F.col("over"), "over").otherwise("under").alias("cls"),
+        F.lit(1).cast("long").alias("weight"),
+        F.when(F.col("observed").isNull(), F.array().cast("array<long>"))
+        .otherwise(F.array(F.col("pos")))
+        .alias("ev"),
+        F.when(F.col("min_rid").isNull(), F.array().cast("array<string>"))
+        .otherwise(F.array(F.col("min_rid")))
+        .alias("rk"),
+        F.col("sink").alias("s1"),
+        F.col("key").alias("s2"),
+        F.col("expected").alias("l1"),
+        F.col("observed").alias("l2"),
+    )
+
+
+def _aborted(rows: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    from harness.spark._queries import _sorted_events
+
+    return rows.select(
+        "run",
+        F.lit("aborted-read").alias("kind"),
+        F.lit("").alias("sub"),
+        F.lit("").alias("cls"),
+        F.lit(1).cast("long").alias("weight"),
+        _sorted_events(F.col("pos"), F.col("emit_pos"), F.col("abort_pos")).alias("ev"),
+        F.when(F.col("record_id").isNull(), F.array().cast("array<string>"))
+        .otherwise(F.array(F.col("record_id")))
+        .alias("rk"),
+        F.col("record_id").alias("rid"),
+        F.col("output_id").alias("l1"),
+        F.col("emit_pos").alias("l2"),
+        F.col("txn").alias("l3"),
+        F.col("abort_pos").alias("l4"),
+        F.col("sink").alias("s1"),
+    )
+
+
+def _null_unexpected(rows: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return rows.select(
+        "run",
+        F.lit("unexpected").alias("kind"),
+        F.lit("").alias("sub"),
+        F.lit("").alias("cls"),
+        F.lit(1).cast("long").alias("weight"),
+        F.array(F.col("pos")).alias("ev"),
+        F.array().cast("array<string>").alias("rk"),
+        F.col("output_id").alias("l1"),
+        F.col("sink").alias("s1"),
+    )

@@ -1,0 +1,108 @@
+"""The ``check-spark`` command: check history Parquet with Spark and print the verdict JSON.
+
+``python -m harness check-spark HISTORY [--guarantee G] [--master URL] [--out FILE]`` and
+``spark-submit harness/spark/job.py HISTORY ...`` run the same code: :func:`add_arguments`
+declares the options, :func:`run` does the work and returns the exit code (0 VALID,
+1 INVALID, 2 UNKNOWN or an error, which is printed as one ``error: ...`` line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Final
+
+from harness.check.verdict import Guarantee, Status
+from harness.errors import ConfigError, HarnessError
+
+__all__ = ["EXIT_CODES", "add_arguments", "run"]
+
+EXIT_CODES: Final = {Status.VALID: 0, Status.INVALID: 1, Status.UNKNOWN: 2}
+"""The exit code for the worst status of the checked runs."""
+_ERROR_EXIT: Final = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the command's positional argument and options on ``parser``."""
+    parser.add_argument(
+        "history",
+        help="a history Parquet file, or a directory of them (one run per run_id=<id>/ "
+        "directory, or per header run_id)",
+    )
+    parser.add_argument(
+        "--guarantee",
+        choices=[g.value for g in Guarantee],
+        default=Guarantee.EXACTLY_ONCE.value,
+        help="the delivery guarantee to check (default: exactly-once)",
+    )
+    parser.add_argument(
+        "--master",
+        default=None,
+        help="the Spark master: local[N] (default local[2]) or spark://HOST:PORT; under "
+        "spark-submit the default is the master spark-submit was given",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="write the verdict JSON to this file (stdout then gets a short summary)",
+    )
+    parser.add_argument(
+        "--shuffle-partitions",
+        type=int,
+        default=None,
+        help="spark.sql.shuffle.partitions (default: 4 per local core, at least 4)",
+    )
+    parser.add_argument(
+        "--driver-memory",
+        default=None,
+        help="the driver JVM heap for local runs, e.g. 8g (default: Spark's, 1g)",
+    )
+
+
+def _partitions(args: argparse.Namespace) -> int:
+    if args.shuffle_partitions is not None:
+        if args.shuffle_partitions < 1:
+            raise ConfigError(
+                f"--shuffle-partitions must be at least 1, got {args.shuffle_partitions}"
+            )
+        return int(args.shuffle_partitions)
+    master = args.master or "local[2]"
+    if master.startswith("local["):
+        cores = master[len("local[") : -1]
+        if cores.isdigit():
+            return max(4, 4 * int(cores))
+    return 16
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check ``args.history`` and report; returns the exit code (never raises
+    :class:`HarnessError`: it is printed as ``error: ...`` and gives exit code 2)."""
+    try:
+        from harness.spark.checker import check_parquet
+        from harness.spark.session import spark_session
+
+        guarantee = Guarantee(args.guarantee)
+        spark = spark_session(
+            args.master,
+            shuffle_partitions=_partitions(args),
+            driver_memory=args.driver_memory,
+        )
+        result = check_parquet(args.history, guarantee, spark=spark)
+        text = json.dumps(result.to_json(), indent=2)
+        if args.out is None:
+            print(text)
+        else:
+            try:
+                args.out.write_text(text + "\n", encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot write the verdict to {str(args.out)!r}: {exc.strerror}"
+                ) from None
+            print(result.summary())
+        return EXIT_CODES[result.status]
+    except HarnessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return _ERROR_EXIT

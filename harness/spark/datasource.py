@@ -1,0 +1,670 @@
+"""The reference log as a Spark data source: ``spark.readStream.format("dlog")``.
+
+A PySpark Python data source (``pyspark.sql.datasource``) over logs of a
+``distributedlog-leveldb:///PATH`` namespace, with a batch reader and a streaming reader::
+
+    from harness.spark.datasource import register_dlog
+
+    register_dlog(spark)
+    stream = (
+        spark.readStream.format("dlog")
+        .option("uri", "distributedlog-leveldb:///data/ns")
+        .option("logs", "orders,payments")
+        .option("maxRecordsPerBatch", "1000")
+        .load()
+    )
+
+**Schema** (:data:`SCHEMA_DDL`): ``log`` (the log's name), ``txid``, ``dlsn`` (the record's
+DLSN in DistributedLog's Base64 string form, :meth:`DLSN.serialize`), ``sequence_id``
+(0-based position of the record in its log) and ``payload`` (bytes).
+
+**Offsets** are JSON objects mapping each log name to a DLSN in its JSON form,
+``{"orders": {"segment": 1, "entry": 4, "slot": 0}}``, sorted by log name. A log's offset
+is the position to read next: a micro-batch from ``start`` to ``end`` holds, per log, the
+committed records with ``start <= dlsn < end``. The initial offset is
+:attr:`DLSN.INITIAL` for every log; an end offset is always the ``DLSN.next()`` of a user
+record, so ranges of consecutive batches neither overlap nor leave gaps.
+
+**Partitions**: one per log whose range is not empty. ``read`` opens a reader at the
+partition's start and stops before its end, so the same offsets always give the same rows
+(a deterministic replay); a range that the log can no longer serve (its records were
+truncated or lost) fails with :class:`~harness.errors.LogReadException` instead of giving
+fewer rows.
+
+**Options** (names are case-insensitive, values strings):
+
+``uri`` (required; ``load(uri)`` works too)
+    The namespace, ``distributedlog-leveldb:///ABSOLUTE/PATH``. Memory namespaces are
+    refused: Spark reads in other processes, which cannot see this process's memory.
+``logs`` (required)
+    Comma-separated log names; one input partition per log.
+``maxRecordsPerBatch``
+    At most this many records per micro-batch, over all logs (shared out round-robin in
+    log-name order, :func:`share_round_robin`); default: everything available.
+    ``Trigger.AvailableNow`` honours it too.
+``lockWaitSeconds``
+    The LevelDB backend serves a log to one process at a time (``docs/log.md``); a reader that
+    finds the log held by another process retries for this long (default 10) before failing
+    with :class:`~harness.errors.StoreLocked`.
+``startingOffsets`` / ``endingOffsets`` (batch reads only)
+    Offsets in the JSON form above; default: the start of each log / its committed end.
+
+``commit(end)`` does nothing to the log (DistributedLog readers keep no server-side position):
+the query's checkpoint is the reader's position. This module imports pyspark (its classes
+subclass pyspark's); ``import harness`` never imports it.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import json
+import struct
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeVar, final
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+
+from harness.errors import MissingDependency
+
+try:
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
+except ImportError as exc:  # admission control came with Spark 4.2 (SPARK-55304)
+    import pyspark
+
+    raise MissingDependency(
+        f"the dlog streaming source needs PySpark 4.2 or newer (admission control in "
+        f"pyspark.sql.streaming.datasource), found pyspark {pyspark.__version__}; upgrade "
+        f"with: pip install -U 'pyspark>=4.2'"
+    ) from exc
+
+from harness.errors import (
+    ConfigError,
+    EndOfStream,
+    InvalidDLSN,
+    LogNotFound,
+    LogReadException,
+    StoreLocked,
+)
+from harness.log.dlsn import DLSN
+from harness.log.manager import LogManager
+from harness.log.namespace import LEVELDB_SCHEME, Namespace, open_namespace
+from harness.log.reader import LogReader
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+__all__ = [
+    "ARROW_BATCH_ROWS",
+    "SCHEMA_DDL",
+    "SOURCE_NAME",
+    "DLogBatchReader",
+    "DLogDataSource",
+    "DLogPartition",
+    "DLogStreamReader",
+    "Offsets",
+    "SourceOptions",
+    "decode_offsets",
+    "encode_offsets",
+    "latest_offsets",
+    "plan_batch_end",
+    "share_round_robin",
+    "read_range",
+    "register_dlog",
+]
+
+SOURCE_NAME: Final = "dlog"
+"""The short name the source is registered under: ``spark.read.format("dlog")``."""
+
+SCHEMA_DDL: Final = "log string, txid bigint, dlsn string, sequence_id bigint, payload binary"
+"""The rows' schema, as a Spark DDL string."""
+
+ARROW_BATCH_ROWS: Final = 4096
+"""Rows per Arrow record batch that ``read`` hands to Spark."""
+
+_DEFAULT_LOCK_WAIT_S: Final = 10.0
+_DLSN_V1: Final = struct.Struct(">bqqq")  # DLSN.serialize_bytes(), inlined for the read loop
+
+Offsets = dict[str, DLSN]
+"""A source offset: the next DLSN to read, per log name."""
+
+_T = TypeVar("_T")
+
+
+def encode_offsets(offsets: Mapping[str, DLSN]) -> dict[str, dict[str, int]]:
+    """The JSON form of ``offsets``: log name -> ``DLSN.to_json()``, sorted by log name.
+
+    Spark compares offsets by their JSON text, so the form is canonical: equal offsets give
+    equal dicts in equal order.
+    """
+    return {log: offsets[log].to_json() for log in sorted(offsets)}
+
+
+def decode_offsets(value: object, *, what: str = "offset") -> Offsets:
+    """Inverse of :func:`encode_offsets`; anything else raises :class:`ConfigError`."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{what} must be a JSON object mapping log names to DLSNs such as "
+            f'{{"orders": {{"segment": 1, "entry": 0, "slot": 0}}}}, got {value!r:.200}'
+        )
+    offsets: Offsets = {}
+    for log, dlsn in value.items():
+        if not isinstance(log, str):
+            raise ConfigError(f"{what}: log names must be strings, got {log!r}")
+        try:
+            offsets[log] = DLSN.from_json(dict(dlsn) if isinstance(dlsn, Mapping) else dlsn)
+        except InvalidDLSN as exc:
+            raise ConfigError(f"{what}: the DLSN of log {log!r} is malformed: {exc}") from None
+    return offsets
+
+
+def _retrying(action: Callable[[], _T], wait_s: float) -> _T:
+    """``action()``, retried while another process holds the log's LevelDB database."""
+    deadline = time.monotonic() + wait_s
+    pause = 0.005
+    while True:
+        try:
+            return action()
+        except StoreLocked:
+            if time.monotonic() >= deadline:
+                raise
+            # polling a lock held by another process: there is nothing to wait on
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
+
+
+@final
+class SourceOptions:
+    """The data source's options, validated; see the module docstring."""
+
+    __slots__ = ("ending", "lock_wait_s", "logs", "max_records", "starting", "uri")
+
+    def __init__(
+        self,
+        *,
+        uri: str,
+        logs: Sequence[str],
+        max_records: int | None = None,
+        lock_wait_s: float = _DEFAULT_LOCK_WAIT_S,
+        starting: Offsets | None = None,
+        ending: Offsets | None = None,
+    ) -> None:
+        if not isinstance(uri, str) or not uri.startswith(f"{LEVELDB_SCHEME}:///"):
+            raise ConfigError(
+                f"option 'uri' must be a {LEVELDB_SCHEME}:///ABSOLUTE/PATH namespace URI, got "
+                f"{uri!r}: Spark reads in worker processes, which share LevelDB namespaces but "
+                "not memory ones (build one with harness.log.leveldb_uri(path))"
+            )
+        names = tuple(logs)
+        if not names or any(not isinstance(n, str) or not n for n in names):
+            raise ConfigError(
+                f"option 'logs' must name one or more logs, comma-separated, got {logs!r}"
+            )
+        if len(set(names)) != len(names):
+            raise ConfigError(f"option 'logs' names a log twice: {','.join(names)!r}")
+        if max_records is not None and (type(max_records) is not int or max_records < 1):
+            raise ConfigError(
+                f"option 'maxRecordsPerBatch' must be an integer >= 1, got {max_records!r}"
+            )
+        self.uri = uri
+        self.logs = names
+        self.max_records = max_records
+        self.lock_wait_s = lock_wait_s
+        self.starting = starting
+        self.ending = ending
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> SourceOptions:
+        """Read Spark's (case-insensitive) options; a bad one raises :class:`ConfigError`."""
+        lowered = {str(k).lower(): v for k, v in options.items()}
+        known = {
+            "uri",
+            "logs",
+            "maxrecordsperbatch",
+            "lockwaitseconds",
+            "startingoffsets",
+            "endingoffsets",
+            "path",
+        }
+        unknown = sorted(set(lowered) - known)
+        if unknown:
+            raise ConfigError(
+                f"unknown dlog option(s) {unknown}; the options are uri, logs, "
+                "maxRecordsPerBatch, lockWaitSeconds, startingOffsets, endingOffsets"
+            )
+        uri = lowered.get("uri") or lowered.get("path")
+        if not uri:
+            raise ConfigError(
+                "the dlog source needs option 'uri' (a distributedlog-leveldb:///PATH "
+                "namespace URI), e.g. .option('uri', leveldb_uri(path))"
+            )
+        logs_text = lowered.get("logs")
+        if not logs_text:
+            raise ConfigError(
+                "the dlog source needs option 'logs': the log names, comma-separated, "
+                "e.g. .option('logs', 'orders,payments')"
+            )
+        max_records = _int_option(lowered, "maxrecordsperbatch", "maxRecordsPerBatch")
+        wait = lowered.get("lockwaitseconds")
+        lock_wait_s = _DEFAULT_LOCK_WAIT_S
+        if wait is not None:
+            try:
+                lock_wait_s = float(wait)
+            except ValueError:
+                lock_wait_s = -1.0
+            if not lock_wait_s >= 0:
+                raise ConfigError(f"option 'lockWaitSeconds' must be a number >= 0, got {wait!r}")
+        return cls(
+            uri=str(uri),
+            logs=[name.strip() for name in logs_text.split(",")],
+            max_records=max_records,
+            lock_wait_s=lock_wait_s,
+            starting=_offsets_option(lowered, "startingoffsets", "startingOffsets"),
+            ending=_offsets_option(lowered, "endingoffsets", "endingOffsets"),
+        )
+
+
+def _int_option(options: Mapping[str, str], key: str, name: str) -> int | None:
+    text = options.get(key)
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(f"option {name!r} must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise ConfigError(f"option {name!r} must be an integer >= 1, got {text!r}")
+    return value
+
+
+def _offsets_option(options: Mapping[str, str], key: str, name: str) -> Offsets | None:
+    text = options.get(key)
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"option {name!r} is not JSON ({exc}): {text!r:.200}") from None
+    return decode_offsets(value, what=f"option {name!r}")
+
+
+def _log_end(uri: str, log: str, wait_s: float) -> DLSN | None:
+    """The DLSN after the log's last committed user record; None when it has none."""
+
+    def look() -> DLSN | None:
+        with open_namespace(uri) as namespace:
+            if not namespace.log_exists(log):
+                return None
+            with namespace.open_log(log) as manager:
+                try:
+                    segments = manager.segments()
+                except LogNotFound:
+                    return None
+        last = max((s.last_dlsn for s in segments if s.last_dlsn is not None), default=None)
+        return None if last is None else last.next()
+
+    return _retrying(look, wait_s)
+
+
+def latest_offsets(uri: str, logs: Sequence[str], *, lock_wait_s: float = 10.0) -> Offsets:
+    """Every log's committed end: the offset a query has processed everything at.
+
+    A log without records (or not created yet) is at :attr:`DLSN.INITIAL`.
+    """
+    return {log: _log_end(uri, log, lock_wait_s) or DLSN.INITIAL for log in logs}
+
+
+def _sequence_at(manager: LogManager, position: DLSN) -> int | None:
+    """The sequence id of the first record at or after ``position``; None when there is none."""
+    with manager.open_reader(position) as reader:
+        try:
+            record = reader.read_next()
+        except EndOfStream:
+            return None
+    return None if record is None else record.sequence_id
+
+
+def _count(uri: str, log: str, start: DLSN, cap: DLSN, wait_s: float) -> int:
+    """How many records of ``log`` lie in ``[start, cap)``: a difference of sequence ids, so
+    two one-record reads, whatever the count."""
+
+    def count() -> int:
+        with open_namespace(uri) as namespace:
+            if not namespace.log_exists(log):
+                return 0
+            with namespace.open_log(log) as manager:
+                first = _sequence_at(manager, start)
+                if first is None:
+                    return 0
+                after = _sequence_at(manager, cap)
+                if after is None:  # cap is at or past the log's end
+                    after = max(s.start_sequence_id + s.record_count for s in manager.segments())
+                return max(0, after - first)
+
+    return _retrying(count, wait_s)
+
+
+def _end_after(uri: str, log: str, start: DLSN, count: int, wait_s: float) -> DLSN:
+    """The offset just after the ``count``-th record of ``log`` from ``start``."""
+
+    def scan() -> DLSN:
+        with (
+            open_namespace(uri) as namespace,
+            namespace.open_log(log) as manager,
+            manager.open_reader(start) as reader,
+        ):
+            records = reader.read_bulk(count)
+        if len(records) < count:
+            raise LogReadException(
+                f"log {log!r} in {uri} has {len(records)} records from {start}, fewer than the "
+                f"{count} it had a moment ago: was it truncated while being read?"
+            )
+        return records[-1].dlsn.next()
+
+    return _retrying(scan, wait_s)
+
+
+def share_round_robin(available: Mapping[str, int], budget: int) -> dict[str, int]:
+    """How many of ``budget`` records each log gets when the logs take one record each in
+    turn (in the mapping's order) until the budget or the logs run out."""
+    taken = dict.fromkeys(available, 0)
+    active = [log for log in available if available[log] > 0]
+    remaining = budget
+    while remaining > 0 and active:
+        share = remaining // len(active)
+        if share == 0:  # a last, partial round: one more for the first logs in turn
+            for log in active[:remaining]:
+                taken[log] += 1
+            break
+        for log in active:
+            give = min(share, available[log] - taken[log])
+            taken[log] += give
+            remaining -= give
+        active = [log for log in active if taken[log] < available[log]]
+    return taken
+
+
+def plan_batch_end(
+    settings: SourceOptions, start: Offsets, cap: Offsets, max_rows: int | None
+) -> Offsets:
+    """The end offset of the batch that starts at ``start``: up to ``cap``, at most
+    ``max_rows`` records over all logs (None: no limit), shared out round-robin in log-name
+    order (:func:`share_round_robin`), so the same log contents always give the same
+    batches. Without a limit this reads only metadata; with one, it counts each log's
+    records by sequence ids and reads through a log only where the batch ends inside it."""
+    logs = sorted(settings.logs)
+    begin = {log: start.get(log, DLSN.INITIAL) for log in logs}
+    if max_rows is None:
+        return {log: max(begin[log], cap[log]) for log in logs}
+    wait = settings.lock_wait_s
+    available = {
+        log: _count(settings.uri, log, begin[log], cap[log], wait) if cap[log] > begin[log] else 0
+        for log in logs
+    }
+    taken = share_round_robin(available, max_rows)
+    end: Offsets = {}
+    for log in logs:
+        if taken[log] == 0:
+            end[log] = begin[log]
+        elif taken[log] == available[log]:
+            end[log] = cap[log]
+        else:
+            end[log] = _end_after(settings.uri, log, begin[log], taken[log], wait)
+    return end
+
+
+def _pyarrow() -> Any:
+    return importlib.import_module("pyarrow")
+
+
+def _arrow_schema() -> Any:
+    pa = _pyarrow()
+    return pa.schema(
+        [
+            ("log", pa.string()),
+            ("txid", pa.int64()),
+            ("dlsn", pa.string()),
+            ("sequence_id", pa.int64()),
+            ("payload", pa.binary()),
+        ]
+    )
+
+
+def read_range(
+    uri: str, log: str, start: DLSN, end: DLSN, *, lock_wait_s: float = _DEFAULT_LOCK_WAIT_S
+) -> Iterator[tuple[str, int, str, int, bytes]]:
+    """The rows of ``log`` with ``start <= dlsn < end``, as ``(log, txid, dlsn, sequence_id,
+    payload)`` tuples; the log is released when the iterator is exhausted or closed.
+
+    Raises :class:`LogReadException` when the log ends before ``end`` (the range is no longer
+    readable as it was planned), rather than returning fewer rows.
+    """
+    if end <= start:
+        return
+    namespace, reader, first = _retrying(lambda: _positioned(uri, log, start), lock_wait_s)
+    try:
+        last: DLSN | None = None
+        beyond = False
+        pack, encode = _DLSN_V1.pack, base64.b64encode
+        record = first
+        try:
+            while record is not None:
+                dlsn = record.dlsn
+                if dlsn >= end:
+                    beyond = True
+                    break
+                last = dlsn
+                text = encode(pack(1, dlsn.segment, dlsn.entry, dlsn.slot)).decode("ascii")
+                yield (log, record.txid, text, record.sequence_id, record.payload)
+                record = reader.read_next()
+        except EndOfStream:
+            pass
+        reached = end if beyond else (start if last is None else last.next())
+        if reached < end:
+            raise LogReadException(
+                f"log {log!r} in {uri} ends at {reached} but the planned range runs to "
+                f"{end}: records below the range's end are gone (truncated or never "
+                "committed), so the range cannot be replayed"
+            )
+    finally:
+        reader.close()
+        namespace.close()
+
+
+def _positioned(uri: str, log: str, start: DLSN) -> tuple[Namespace, LogReader, Any]:
+    """A reader of ``log`` at ``start`` with its first record read, so that the log's
+    database is open (held by the reader until it closes): a log held by another process
+    fails here, inside the caller's retry, and not half-way through the rows."""
+    namespace = open_namespace(uri)
+    reader: LogReader | None = None
+    try:
+        if not namespace.log_exists(log):
+            raise LogReadException(f"log {log!r} does not exist in {uri}; nothing can be read")
+        reader = namespace.open_log(log).open_reader(start)
+        try:
+            first = reader.read_next()
+        except EndOfStream:
+            first = None
+    except BaseException:
+        if reader is not None:
+            reader.close()
+        namespace.close()
+        raise
+    return namespace, reader, first
+
+
+def _arrow_batches(
+    rows: Iterator[tuple[str, int, str, int, bytes]],
+) -> Iterator[Any]:
+    pa = _pyarrow()
+    schema = _arrow_schema()
+    chunk: list[tuple[str, int, str, int, bytes]] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= ARROW_BATCH_ROWS:
+            yield _batch(pa, schema, chunk)
+            chunk = []
+    if chunk:
+        yield _batch(pa, schema, chunk)
+
+
+def _batch(pa: Any, schema: Any, rows: Sequence[tuple[Any, ...]]) -> Any:
+    columns = zip(*rows, strict=True)
+    arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+class DLogPartition(InputPartition):
+    """One log's range ``[start, end)`` of one batch (both DLSNs in JSON form)."""
+
+    def __init__(self, log: str, start: dict[str, int], end: dict[str, int]) -> None:
+        super().__init__(log)
+        self.log = log
+        self.start = start
+        self.end = end
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DLogPartition) and (self.log, self.start, self.end) == (
+            other.log,
+            other.start,
+            other.end,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.log, json.dumps(self.start), json.dumps(self.end)))
+
+
+def _partitions(settings: SourceOptions, start: Offsets, end: Offsets) -> list[DLogPartition]:
+    parts = []
+    for log in sorted(settings.logs):
+        begin = start.get(log, DLSN.INITIAL)
+        stop = end.get(log, begin)
+        if stop < begin:
+            raise ConfigError(
+                f"the end offset of log {log!r} ({stop}) is before its start ({begin}); "
+                "offsets of a source never go backwards (was the checkpoint taken from another "
+                "namespace?)"
+            )
+        if stop > begin:
+            parts.append(DLogPartition(log, begin.to_json(), stop.to_json()))
+    return parts
+
+
+def _read_partition(settings: SourceOptions, partition: InputPartition) -> Iterator[Any]:
+    if not isinstance(partition, DLogPartition):
+        raise ConfigError(f"the dlog source cannot read partition {partition!r}")
+    rows = read_range(
+        settings.uri,
+        partition.log,
+        DLSN.from_json(partition.start),
+        DLSN.from_json(partition.end),
+        lock_wait_s=settings.lock_wait_s,
+    )
+    return _arrow_batches(rows)
+
+
+class DLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The streaming reader: offsets are DLSNs per log (see the module docstring)."""
+
+    def __init__(self, settings: SourceOptions) -> None:
+        self.settings = settings
+        self._target: Offsets | None = None
+
+    def initialOffset(self) -> dict[str, Any]:
+        return encode_offsets(dict.fromkeys(self.settings.logs, DLSN.INITIAL))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.settings.max_records is None:
+            return ReadAllAvailable()
+        return ReadMaxRows(self.settings.max_records)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self._latest()
+
+    def _latest(self) -> Offsets:
+        return latest_offsets(
+            self.settings.uri, self.settings.logs, lock_wait_s=self.settings.lock_wait_s
+        )
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        begin = decode_offsets(start, what="start offset")
+        cap = self._target if self._target is not None else self._latest()
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        end = plan_batch_end(self.settings, begin, cap, max_rows)
+        if all(end[log] == begin.get(log, DLSN.INITIAL) for log in end) and set(begin) >= set(end):
+            return start  # no new data: hand back the very same offset
+        return encode_offsets(end)
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        return encode_offsets(self._latest())
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        return _partitions(
+            self.settings,
+            decode_offsets(start, what="start offset"),
+            decode_offsets(end, what="end offset"),
+        )
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return _read_partition(self.settings, partition)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        decode_offsets(end, what="committed offset")
+
+
+class DLogBatchReader(DataSourceReader):
+    """The batch reader: every log from ``startingOffsets`` to ``endingOffsets``."""
+
+    def __init__(self, settings: SourceOptions) -> None:
+        self.settings = settings
+
+    def partitions(self) -> Sequence[InputPartition]:
+        settings = self.settings
+        start = settings.starting or {}
+        end = settings.ending
+        if end is None:
+            end = latest_offsets(settings.uri, settings.logs, lock_wait_s=settings.lock_wait_s)
+        end = {log: end.get(log, start.get(log, DLSN.INITIAL)) for log in settings.logs}
+        return _partitions(settings, start, end)
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return _read_partition(self.settings, partition)
+
+
+class DLogDataSource(DataSource):
+    """The reference log's data source, short name ``dlog``; options in the module docstring."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def _settings(self) -> SourceOptions:
+        return SourceOptions.parse(self.options)
+
+    def schema(self) -> str:
+        self._settings()  # bad options fail at load(), on the driver
+        return SCHEMA_DDL
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return DLogBatchReader(self._settings())
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return DLogStreamReader(self._settings())
+
+
+def register_dlog(spark: SparkSession) -> str:
+    """Register :class:`DLogDataSource` with ``spark``; returns its short name, ``"dlog"``."""
+    spark.dataSource.register(DLogDataSource)
+    return SOURCE_NAME

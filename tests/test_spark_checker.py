@@ -1,0 +1,716 @@
+"""The Spark checker: the same verdicts as the local checker (differential, over Hypothesis
+histories of every anomaly kind, malformed and empty ones included), planted anomalies
+found at scale, the command line, the session helper and the Java preflight."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+if not os.environ.get("CI"):
+    pytest.importorskip("pyspark", reason="the Spark checker needs pyspark")
+
+from harness.check import AnomalyKind, Guarantee, Status, Verdict, check
+from harness.errors import ConfigError, CorruptData, MissingDependency
+from harness.history import (
+    Aggregate,
+    Event,
+    EventKind,
+    History,
+    HistoryMeta,
+    SinkKind,
+    SinkSpec,
+    read_history,
+    write_parquet,
+)
+from harness.spark.generate import Plan, generate_history
+from harness.spark.java import JavaUnavailable, java_info, parse_java_version
+
+pytest_plugins = ["pytester"]
+
+K = EventKind
+ALO = Guarantee.AT_LEAST_ONCE
+EO = Guarantee.EXACTLY_ONCE
+KEYS = ("k1", "k2", "k3")
+PARTITIONS = ("p", "q")
+
+
+# --------------------------------------------------------------------------- histories
+
+
+class Builder:
+    """Writes a history event by event; records get the next offset of their partition
+    unless told otherwise (so tests can reuse or skip positions)."""
+
+    def __init__(self, sinks: dict[str, SinkSpec], run_id: str = "run") -> None:
+        self.sinks = sinks
+        self.run_id = run_id
+        self.events: list[Event] = []
+        self.records: dict[str, Event] = {}
+        self.outputs: dict[int, Event] = {}
+        self.next_offset: dict[str, int] = {}
+
+    def add(self, kind: EventKind, **fields: Any) -> int:
+        self.events.append(Event(index=len(self.events), kind=kind, **fields))
+        return len(self.events) - 1
+
+    def append(self, record_id: str, partition: str, key: str, value: int, **extra: Any) -> None:
+        offset = extra.pop("offset", self.next_offset.get(partition, 0))
+        self.next_offset[partition] = offset + 1
+        index = self.add(
+            K.APPEND,
+            partition=partition,
+            offset=offset,
+            record_id=record_id,
+            key=key,
+            value=value,
+            **extra,
+        )
+        self.records[record_id] = self.events[index]
+
+    def at(self, kind: EventKind, record_id: str, **extra: Any) -> None:
+        record = self.records[record_id]
+        self.add(
+            kind, partition=record.partition, offset=record.offset, record_id=record_id, **extra
+        )
+
+    def emit(self, record_id: str | None, **fields: Any) -> None:
+        output_id = len(self.outputs)
+        index = self.add(K.EMIT, record_id=record_id, output_id=output_id, **fields)
+        self.outputs[output_id] = self.events[index]
+
+    def observe(self, output_id: int, sink: str) -> None:
+        emit = self.outputs[output_id]
+        self.add(
+            K.OBSERVE, sink=sink, output_id=output_id, record_id=emit.record_id, part=emit.part
+        )
+
+    def history(self) -> History:
+        meta = HistoryMeta(partitions=PARTITIONS, sinks=dict(self.sinks), run_id=self.run_id)
+        return History(meta=meta, events=tuple(self.events))
+
+
+STEPS = (
+    "append",
+    "append",
+    "ack",
+    "ack",
+    "read",
+    "read",
+    "emit",
+    "emit",
+    "commit",
+    "fetch",
+    "rollback",
+    "truncate",
+    "txn",
+    "abort",
+    "put",
+    "crash",
+)
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> History:
+    """Well-formed histories of random events (nothing promises they are correct): every
+    anomaly kind can occur, and appends may reuse (or jump over) unacknowledged positions."""
+    sinks = {
+        "out": SinkSpec(SinkKind.LOG, ordered=draw(st.booleans())),
+        "mirror": SinkSpec(SinkKind.LOG, ordered=draw(st.booleans())),
+        "counts": SinkSpec(SinkKind.TABLE, aggregate=Aggregate.COUNT),
+        "sums": SinkSpec(SinkKind.TABLE, aggregate=Aggregate.SUM),
+        "plain": SinkSpec(SinkKind.TABLE),
+    }
+    if draw(st.integers(0, 5)) == 0:
+        sinks = {name: spec for name, spec in sinks.items() if spec.kind is SinkKind.TABLE}
+    logs = [name for name, spec in sinks.items() if spec.kind is SinkKind.LOG] or ["out"]
+    b = Builder(sinks)
+    appended: list[str] = []
+    acked: dict[str, int] = {}
+    txns: list[int] = []
+    for _ in range(draw(st.integers(0, 40))):
+        step = draw(st.sampled_from(STEPS))
+        process = draw(st.sampled_from((1, 2, 3)))
+        partition = draw(st.sampled_from(PARTITIONS))
+        if step == "append":
+            record_id = f"r{len(appended)}"
+            extra: dict[str, Any] = {}
+            top = acked.get(partition, -1)
+            if draw(st.integers(0, 4)) == 0:  # take an unacknowledged position again, or jump
+                extra["offset"] = draw(st.integers(top + 1, top + 4))
+            b.append(
+                record_id,
+                partition,
+                draw(st.sampled_from(KEYS)),
+                draw(st.integers(0, 3)),
+                detail=draw(st.sampled_from([None, None, None, "poison"])),
+                **extra,
+            )
+            appended.append(record_id)
+        elif step in ("ack", "read") and appended:
+            record_id = draw(st.sampled_from(appended))
+            record = b.records[record_id]
+            assert record.partition is not None and record.offset is not None
+            if step == "ack":
+                b.at(K.ACK, record_id)
+                acked[record.partition] = max(acked.get(record.partition, -1), record.offset)
+            else:
+                detail = draw(st.sampled_from([None, None, "redelivered"]))
+                b.at(K.READ, record_id, process=process, detail=detail)
+        elif step == "emit":
+            parts = draw(st.integers(1, 3))
+            b.emit(
+                draw(st.sampled_from([None, *appended, *appended, "ghost"])),
+                part=draw(st.integers(0, parts - 1)),
+                parts=parts,
+                sink=draw(st.sampled_from(logs if sinks.get(logs[0]) else ["counts"])),
+                txn=draw(st.sampled_from([None, None, *txns])),
+                process=process,
+            )
+        elif step == "commit":
+            b.add(K.COMMIT, process=process, partition=partition, offset=draw(st.integers(0, 6)))
+        elif step == "fetch":
+            offset = draw(st.none() | st.integers(0, 6))
+            b.add(K.FETCH, process=process, partition=partition, offset=offset)
+        elif step == "rollback":
+            b.add(K.ROLLBACK, partition=partition, offset=draw(st.none() | st.integers(0, 6)))
+        elif step == "truncate":
+            b.add(K.TRUNCATE, partition=partition, offset=draw(st.integers(0, 6)))
+        elif step == "txn":
+            txns.append(len(txns))
+            b.add(K.TXN_BEGIN, process=process, txn=txns[-1])
+        elif step == "abort" and txns:
+            b.add(K.TXN_ABORT, process=process, txn=draw(st.sampled_from(txns)))
+        elif step == "put":
+            b.add(K.PUT, process=process, sink="counts", key=draw(st.sampled_from(KEYS)), value=1)
+        elif step == "crash":
+            b.add(K.CRASH, process=process, detail="process")
+    drained = draw(st.integers(0, 4)) > 0
+    if drained:
+        b.add(K.DRAIN)
+    if b.outputs and any(spec.kind is SinkKind.LOG for spec in sinks.values()):
+        for output_id in draw(st.lists(st.sampled_from(sorted(b.outputs)), max_size=20)):
+            b.observe(output_id, draw(st.sampled_from(logs)))
+        if draw(st.integers(0, 5)) == 0:
+            b.add(K.OBSERVE, sink=logs[0], output_id=99, record_id=None, part=0)
+    for _ in range(draw(st.integers(0, 4))):
+        b.add(
+            K.OBSERVE,
+            sink=draw(st.sampled_from(("counts", "sums", "plain"))),
+            key=draw(st.sampled_from(KEYS)),
+            value=draw(st.integers(0, 4)),
+        )
+    b.add(K.END, detail=draw(st.sampled_from(["complete", "complete", "incomplete: budget"])))
+    return b.history()
+
+
+INTS = ("process", "offset", "part", "parts", "value", "output_id", "txn")
+STRS = ("partition", "record_id", "key", "sink", "detail")
+
+
+@st.composite
+def malformed(draw: st.DrawFn) -> History:
+    """A well-formed history broken in ways a Parquet file can hold (values keep their
+    types): a field nulled or changed, the kind changed, events dropped, repeated or
+    swapped, an end or a drain added."""
+    history = draw(histories())
+    events = list(history.events)
+    for _ in range(draw(st.integers(1, 3))):
+        how = draw(
+            st.sampled_from(
+                ["field", "field", "field", "kind", "drop", "dup", "swap", "end", "drain"]
+            )
+        )
+        position = draw(st.integers(0, len(events) - 1))
+        event = events[position]
+        if how == "field":
+            name = draw(st.sampled_from(INTS + STRS))
+            if name in INTS:
+                value: object = draw(st.none() | st.integers(-2, 7))
+            else:
+                value = draw(
+                    st.none()
+                    | st.sampled_from(
+                        ["p", "q", "x", "r0", "r1", "out", "counts", "k1", "complete"]
+                    )
+                )
+            events[position] = dataclasses.replace(event, **{name: value})
+        elif how == "kind":
+            events[position] = dataclasses.replace(event, kind=draw(st.sampled_from(EventKind)))
+        elif how == "drop" and len(events) > 1:
+            del events[position]
+        elif how == "dup":
+            events.insert(position, event)
+        elif how == "swap" and len(events) > 1:
+            other = draw(st.integers(0, len(events) - 1))
+            events[position], events[other] = events[other], events[position]
+        elif how == "end":
+            events.insert(position, Event(index=0, kind=K.END, detail="complete"))
+        elif how == "drain":
+            events.insert(position, Event(index=0, kind=K.DRAIN))
+    renumber = draw(st.booleans())
+    if renumber:
+        events = [dataclasses.replace(e, index=i) for i, e in enumerate(events)]
+    return History(meta=history.meta, events=tuple(events))
+
+
+def empty_history() -> History:
+    return History(meta=HistoryMeta(partitions=PARTITIONS, sinks={}), events=())
+
+
+def write_runs(directory: Path, runs: list[History]) -> dict[str, History]:
+    """Each history as ``run_id=<i>/history.parquet`` under ``directory``."""
+    stored: dict[str, History] = {}
+    for i, history in enumerate(runs):
+        run_id = f"h{i:03d}"
+        meta = dataclasses.replace(history.meta, run_id=run_id)
+        folder = directory / f"run_id={run_id}"
+        folder.mkdir(parents=True)
+        history = History(meta=meta, events=history.events)
+        write_parquet(history, folder / "history.parquet")
+        stored[run_id] = history
+    return stored
+
+
+def describe(verdict: Verdict) -> str:
+    return json.dumps(verdict.to_json(), indent=1)
+
+
+# ------------------------------------------------------------------------------- tests
+
+
+@pytest.fixture(scope="module")
+def spark(harness_spark: Any) -> Any:
+    """The process's session (from the harness plugin), with few shuffle partitions."""
+    harness_spark.conf.set("spark.sql.shuffle.partitions", "2")
+    return harness_spark
+
+
+def check_both(directory: Path, stored: dict[str, History], spark: Any) -> None:
+    """The Spark checker's verdict for every run equals the local checker's, under both
+    guarantees: status, anomalies (counts and witnesses), tolerated, reasons and stats."""
+    from harness.spark import analyze_parquet
+
+    analysis = analyze_parquet(directory, spark=spark)
+    assert analysis.runs == tuple(sorted(stored))
+    for guarantee in Guarantee:
+        result = analysis.verdicts(guarantee)
+        assert list(result.verdicts) == sorted(stored)
+        for run_id, history in stored.items():
+            expected = check(history, guarantee)
+            got = result.verdicts[run_id]
+            assert got == expected, (
+                f"run {run_id} under {guarantee.value}\nlocal:\n{describe(expected)}\n"
+                f"spark:\n{describe(got)}"
+            )
+        assert result.status is Status.worst(v.status for v in result.verdicts.values())
+
+
+@pytest.mark.slow
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(
+        st.one_of(histories(), histories(), malformed(), st.just(empty_history())),
+        min_size=8,
+        max_size=12,
+    )
+)
+def test_spark_and_local_checkers_agree_on_random_histories(
+    spark: Any, runs: list[History]
+) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        directory = Path(folder)
+        check_both(directory, write_runs(directory, runs), spark)
+
+
+EVERY_KIND = Plan(
+    lost=2, duplicated=2, unexpected=1, miscounted=3, reordered=2, skipped=2, ahead=1, regressed=2
+)
+
+
+@pytest.mark.slow
+def test_generated_anomalies_are_found_with_exact_counts_and_match_the_local_checker(
+    spark: Any, tmp_path: Path
+) -> None:
+    from harness.spark import analyze_parquet
+
+    clean = generate_history(
+        tmp_path / "run_id=clean" / "history.parquet", records=3000, run_id="clean"
+    )
+    broken = generate_history(
+        tmp_path / "run_id=broken" / "history.parquet",
+        records=6000,
+        partitions=3,
+        keys=7,
+        plan=EVERY_KIND,
+        run_id="broken",
+    )
+    analysis = analyze_parquet(tmp_path, spark=spark)
+    for generated in (clean, broken):
+        history = read_history(generated.path)
+        for guarantee in Guarantee:
+            verdict = analysis.verdicts(guarantee).verdicts[generated.run_id]
+            assert verdict == check(history, guarantee), describe(verdict)
+            status, failing, tolerated = generated.expected(guarantee)
+            assert verdict.status is status
+            assert {a.kind.value: a.count for a in verdict.anomalies} == failing
+            assert {a.kind.value: a.count for a in verdict.tolerated} == tolerated
+            assert dict(verdict.stats) == dict(generated.stats)
+    assert clean.occurrences == {}
+    assert analysis.verdicts(EO).status is Status.INVALID
+    lost = analysis.verdicts(EO).verdicts["broken"].anomalies[0]
+    assert lost.kind is AnomalyKind.LOST
+    assert {w.record_ids[0] for w in lost.witnesses} == set(broken.planted[AnomalyKind.LOST])
+
+
+def test_the_generator_plants_what_it_promises(tmp_path: Path) -> None:
+    generated = generate_history(
+        tmp_path / "h.parquet", records=4000, partitions=4, keys=8, plan=EVERY_KIND
+    )
+    history = read_history(generated.path)
+    assert len(history) == generated.events
+    for guarantee in Guarantee:
+        verdict = check(history, guarantee)
+        status, failing, tolerated = generated.expected(guarantee)
+        assert (verdict.status, failing, tolerated) == (
+            status,
+            {a.kind.value: a.count for a in verdict.anomalies},
+            {a.kind.value: a.count for a in verdict.tolerated},
+        )
+        assert dict(verdict.stats) == dict(generated.stats)
+    assert generated.planted[AnomalyKind.LOST] == ("p0/113", "p1/189")
+    witnesses = check(history, EO).anomalies[0].witnesses
+    assert [w.record_ids for w in witnesses] == [("p0/113",), ("p1/189",)]
+
+
+def test_the_generator_refuses_impossible_plans(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"records = 50 is too few for 3 planted anomalies"):
+        generate_history(tmp_path / "h.parquet", records=50, plan=Plan(lost=3))
+    with pytest.raises(ConfigError, match=r"needs an ordered sink: pass ordered=True"):
+        generate_history(
+            tmp_path / "h.parquet", records=10_000, ordered=False, plan=Plan(reordered=1)
+        )
+    with pytest.raises(ConfigError, match=r"Plan.lost must be an int >= 0, got -1"):
+        Plan(lost=-1)
+    assert not (tmp_path / "h.parquet").exists()
+
+
+def split_file(history: History, folder: Path, cut: int) -> None:
+    """``history`` as two Parquet files (rows before and after ``cut``), one header."""
+    import pyarrow.parquet as pq
+
+    whole = folder / "whole.parquet"
+    write_parquet(history, whole)
+    table = pq.read_table(whole)
+    pq.write_table(table.slice(0, cut), folder / "part-0.parquet")
+    pq.write_table(table.slice(cut), folder / "part-1.parquet")
+    whole.unlink()
+
+
+@pytest.mark.slow
+def test_runs_split_over_files_and_odd_directory_names_are_read_as_one_run_each(
+    spark: Any, tmp_path: Path
+) -> None:
+    generated = generate_history(tmp_path / "g.parquet", records=600, plan=Plan(lost=1))
+    history = read_history(generated.path)
+    (tmp_path / "g.parquet").unlink()
+    odd = "a b+c%d#é"
+    first = tmp_path / "runs" / f"run_id={odd}"
+    first.mkdir(parents=True)
+    split_file(History(dataclasses.replace(history.meta, run_id=odd), history.events), first, 1000)
+    second = tmp_path / "runs" / "run_id=plain"
+    second.mkdir()
+    clean = History(
+        HistoryMeta(partitions=PARTITIONS, sinks={"out": SinkSpec(SinkKind.LOG)}, run_id="plain"),
+        (Event(0, K.DRAIN), Event(1, K.END, detail="complete")),
+    )
+    write_parquet(clean, second / "history.parquet")
+    check_both(
+        tmp_path / "runs",
+        {
+            odd: History(dataclasses.replace(history.meta, run_id=odd), history.events),
+            "plain": clean,
+        },
+        spark,
+    )
+
+
+@pytest.mark.slow
+def test_rare_shapes_many_parts_and_appends_out_of_offset_order(spark: Any, tmp_path: Path) -> None:
+    """Paths the random histories seldom take: a record with more parts than the bit mask
+    holds (counted exactly, witnesses in the detail's string order), and a partition whose
+    appends are not in offset order (the local binary search replayed exactly)."""
+    log = {"out": SinkSpec(SinkKind.LOG, ordered=True)}
+    many = Builder(log)
+    many.append("r0", "p", "k1", 1)
+    many.at(K.ACK, "r0")
+    many.at(K.READ, "r0", process=1)
+    many.emit("r0", part=0, parts=70, sink="out", process=1)
+    many.emit("r0", part=64, parts=70, sink="out", process=1)
+    many.add(K.DRAIN)
+    many.observe(1, "out")
+    many.add(K.OBSERVE, sink="out", output_id=7, record_id="r0", part=75)
+    many.add(K.END, detail="complete")
+    jumpy = Builder(log)
+    jumpy.append("a", "p", "k1", 1, offset=3)
+    jumpy.append("b", "p", "k1", 1, offset=1)
+    jumpy.at(K.ACK, "b")
+    jumpy.append("c", "p", "k2", 1, offset=2)
+    jumpy.at(K.ACK, "c")
+    jumpy.add(K.FETCH, process=1, partition="p", offset=None)
+    jumpy.at(K.READ, "c", process=1)
+    jumpy.add(K.COMMIT, process=1, partition="p", offset=4)
+    jumpy.add(K.DRAIN)
+    jumpy.add(K.END, detail="complete")
+    runs = [many.history(), jumpy.history()]
+    stored = write_runs(tmp_path, runs)
+    verdicts = {run_id: check(history, EO) for run_id, history in stored.items()}
+    assert verdicts["h000"].anomalies[0].count == 69
+    assert [w.detail.split(" was ")[0] for w in verdicts["h000"].anomalies[0].witnesses] == [
+        f"record 'r0' part {part}" for part in (0, 1, 10, 11, 12)
+    ]
+    assert {a.kind for a in verdicts["h001"].anomalies} >= {AnomalyKind.SKIP}
+    check_both(tmp_path, stored, spark)
+
+
+def test_sources_that_are_not_histories_are_refused(tmp_path: Path) -> None:
+    from harness.spark import discover_runs
+
+    with pytest.raises(ConfigError, match=r"no history at .*: no such file or directory"):
+        discover_runs(tmp_path / "missing")
+    with pytest.raises(ConfigError, match=r"the directory holds no \.parquet file"):
+        discover_runs(tmp_path)
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet")
+    with pytest.raises(CorruptData, match=r"bad\.parquet: not a Parquet file"):
+        discover_runs(tmp_path)
+    (tmp_path / "bad.parquet").unlink()
+    folder = tmp_path / "run_id=one"
+    folder.mkdir()
+    write_parquet(
+        History(HistoryMeta(partitions=("p",), sinks={}, run_id="two"), ()),
+        folder / "h.parquet",
+    )
+    with pytest.raises(
+        CorruptData, match=r"sits in directory 'run_id=one' but its header says run_id 'two'"
+    ):
+        discover_runs(tmp_path)
+
+
+# -------------------------------------------------------------------------- command line
+
+
+def command_args(history: Path, *extra: str) -> Any:
+    import argparse
+
+    from harness.spark.command import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args([str(history), *extra])
+
+
+@pytest.mark.slow
+def test_the_command_prints_the_verdict_json_and_exits_by_status(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.spark.command import run
+
+    generated = generate_history(tmp_path / "h.parquet", records=600, plan=Plan(duplicated=1))
+    assert run(command_args(tmp_path / "h.parquet")) == 1
+    printed = json.loads(capsys.readouterr().out)
+    expected = check(read_history(generated.path), EO)
+    assert printed == {
+        "status": "invalid",
+        "guarantee": "exactly-once",
+        "runs": {"generated": expected.to_json()},
+    }
+    out = tmp_path / "verdict.json"
+    assert (
+        run(command_args(tmp_path / "h.parquet", "--guarantee", "at-least-once", "--out", str(out)))
+        == 0
+    )
+    assert capsys.readouterr().out.startswith("VALID under at-least-once (1 run)\nrun generated: ")
+    stored = json.loads(out.read_text(encoding="utf-8"))
+    assert Verdict.from_json(stored["runs"]["generated"]) == check(
+        read_history(generated.path), ALO
+    )
+
+
+def test_the_command_reports_errors_on_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.spark.command import run
+
+    assert run(command_args(tmp_path / "nothing.parquet")) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"error: no history at {str(tmp_path / 'nothing.parquet')!r}: no such file or directory\n"
+    )
+
+
+# ---------------------------------------------------------------------- session and Java
+
+
+@pytest.mark.slow
+def test_the_session_is_shared_local_and_quiet(spark: Any) -> None:
+    from harness.spark.session import scratch_dir, spark_session
+
+    assert spark_session() is spark
+    assert spark_session(spark.sparkContext.master) is spark
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.ui.enabled") == "false"
+    assert conf.get("spark.driver.bindAddress") == "127.0.0.1"
+    assert conf.get("spark.driver.host") == "127.0.0.1"
+    scratch = scratch_dir()
+    worker = os.environ.get("PYTEST_XDIST_WORKER") or "main"
+    assert scratch.name.startswith(f"harness-spark-{worker}-")
+    assert conf.get("spark.local.dir") == str(scratch / "local")
+    assert conf.get("spark.sql.warehouse.dir", "").endswith(str(scratch / "warehouse"))
+    with pytest.raises(ConfigError, match=r"already running in this process; stop it"):
+        spark_session("local[1]" if spark.sparkContext.master != "local[1]" else "local[2]")
+
+
+@pytest.mark.slow
+def test_the_plugin_fixture_gives_one_real_session_per_xdist_worker(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        """
+        import os
+
+        import pytest
+
+        @pytest.mark.parametrize("n", range(4))
+        def test_session(harness_spark, n):
+            from harness.spark.session import scratch_dir, spark_session
+
+            assert spark_session() is harness_spark
+            assert harness_spark.sparkContext.master == "local[2]"
+            assert harness_spark.range(10).count() == 10
+            worker = os.environ["PYTEST_XDIST_WORKER"]
+            assert scratch_dir().name.startswith(f"harness-spark-{worker}-")
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-q")
+    result.assert_outcomes(passed=4)
+
+
+def test_the_plugin_fixture_skips_with_the_java_preflight_message(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    fake_java(tmp_path / "jdk11", 'openjdk version "11.0.21" 2023-10-17')
+    pytester.makepyfile("def test_spark(harness_spark):\n    raise AssertionError\n")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JAVA_HOME", str(tmp_path / "jdk11"))
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(
+        ["SKIPPED * harness_spark: Spark needs Java 17+, but JAVA_HOME=* is Java 11.0.21; *"]
+    )
+
+
+def fake_java(folder: Path, version_line: str, *, exit_code: int = 0) -> Path:
+    """A ``bin/java`` under ``folder`` that prints ``version_line`` as ``java -version`` does."""
+    java = folder / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text(f"#!/bin/sh\necho '{version_line}' >&2\nexit {exit_code}\n", encoding="utf-8")
+    java.chmod(java.stat().st_mode | stat.S_IEXEC)
+    return java
+
+
+def test_java_preflight_names_the_old_java_of_java_home_and_the_fix(tmp_path: Path) -> None:
+    fake_java(tmp_path / "jdk8", 'openjdk version "1.8.0_392"')
+    with pytest.raises(JavaUnavailable) as caught:
+        java_info(env={"JAVA_HOME": str(tmp_path / "jdk8"), "PATH": "/nonexistent"})
+    message = str(caught.value)
+    assert message.startswith(
+        f"Spark needs Java 17+, but JAVA_HOME={tmp_path / 'jdk8'} "
+        f"({tmp_path / 'jdk8' / 'bin' / 'java'}) is Java 1.8.0_392; install a Java 17 or newer"
+    )
+    assert "point JAVA_HOME at it" in message
+    assert caught.value.version == "1.8.0_392"
+    assert caught.value.java_home == str(tmp_path / "jdk8")
+    assert isinstance(caught.value, MissingDependency)
+
+
+def test_java_preflight_uses_path_without_java_home(tmp_path: Path) -> None:
+    java = fake_java(tmp_path / "jdk11", 'openjdk version "11.0.2" 2019-01-15')
+    env = {"PATH": str(java.parent)}
+    with pytest.raises(JavaUnavailable, match=r"is Java 11\.0\.2; install a Java 17") as caught:
+        java_info(env=env)
+    assert f"{java} (found on PATH; JAVA_HOME is not set)" in str(caught.value)
+    fake_java(tmp_path / "jdk21", 'openjdk version "21.0.1" 2023-10-17')
+    info = java_info(env={"PATH": str(tmp_path / "jdk21" / "bin")})
+    assert (info.version, info.feature) == ("21.0.1", 21)
+
+
+def test_java_preflight_without_any_java_or_with_a_broken_one(tmp_path: Path) -> None:
+    with pytest.raises(JavaUnavailable, match=r"JAVA_HOME is not set and there is no java on PATH"):
+        java_info(env={"PATH": str(tmp_path)})
+    with pytest.raises(JavaUnavailable, match=r"has no executable bin/java"):
+        java_info(env={"JAVA_HOME": str(tmp_path / "nowhere")})
+    fake_java(tmp_path / "broken", "Error: could not create the Java Virtual Machine", exit_code=1)
+    with pytest.raises(JavaUnavailable, match=r"exited with 1 .* its version cannot be read"):
+        java_info(env={"JAVA_HOME": str(tmp_path / "broken")})
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        ('openjdk version "17.0.15" 2025-04-15', ("17.0.15", 17)),
+        ('java version "1.8.0_392"', ("1.8.0_392", 8)),
+        ('openjdk version "22-ea" 2024-03-19', ("22-ea", 22)),
+        ('openjdk version "21" 2023-09-19', ("21", 21)),
+        ("no version here", None),
+    ],
+)
+def test_java_versions_are_parsed_in_both_schemes(
+    text: str, parsed: tuple[str, int] | None
+) -> None:
+    assert parse_java_version(text) == parsed
+
+
+def test_without_pyspark_the_checker_names_the_pip_command() -> None:
+    code = (
+        "import sys; sys.modules['pyspark'] = None; sys.modules['pyspark.sql'] = None\n"
+        "from harness.spark.session import require_pyspark\n"
+        "from harness.errors import MissingDependency\n"
+        "try:\n    require_pyspark()\nexcept MissingDependency as exc:\n    print(exc)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.startswith("the Spark checker needs pyspark, which cannot be imported")
+    assert result.stdout.rstrip().endswith("install it with: pip install 'stream-harness[spark]'")
+
+
+def test_importing_the_spark_package_imports_neither_pyspark_nor_pyarrow() -> None:
+    code = (
+        "import sys, harness, harness.spark, harness.spark.command, harness.spark.job; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j', 'pyarrow')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_public_names_exist() -> None:
+    import harness.spark
+
+    assert len(harness.spark.__all__) == len(set(harness.spark.__all__))
+    for name in harness.spark.__all__:
+        assert getattr(harness.spark, name) is not None
