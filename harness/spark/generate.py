@@ -328,6 +328,11 @@ class _Writer:
         return pa.Table.from_arrays(arrays, schema=self.schema)
 
 
+def _remainder(pc: Any, values: Any, divisor: int) -> Any:
+    """``values % divisor`` for non-negative integers (``pc.remainder`` needs pyarrow 16)."""
+    return pc.subtract(values, pc.multiply(pc.divide(values, divisor), divisor))
+
+
 def _tables(
     pa: Any,
     out: _Writer,
@@ -345,11 +350,13 @@ def _tables(
     def ids(start: int, stop: int) -> tuple[Any, Any, Any, Any, Any]:
         """record index, partition name, offset, record id and key of records start..stop."""
         index = pa.array(range(start, stop), pa.int64())
-        partition_no = pc.remainder(index, partitions) if partitions > 1 else pc.multiply(index, 0)
+        partition_no = (
+            _remainder(pc, index, partitions) if partitions > 1 else pc.multiply(index, 0)
+        )
         offset = pc.divide(index, partitions) if partitions > 1 else index
         partition = pc.take(name_array, partition_no)
         record_id = pc.binary_join_element_wise(partition, pc.cast(offset, pa.string()), "/")
-        key_no = pc.remainder(index, keys) if keys > 1 else pc.multiply(index, 0)
+        key_no = _remainder(pc, index, keys) if keys > 1 else pc.multiply(index, 0)
         key = pc.binary_join_element_wise("k", pc.cast(key_no, pa.string()), "")
         return index, partition, offset, record_id, key
 
@@ -422,7 +429,7 @@ def _tables(
         order = [i for i in order if i not in lost]
         index = pa.array(order, pa.int64())
         offset = pc.divide(index, partitions)
-        partition = pc.take(name_array, pc.remainder(index, partitions))
+        partition = pc.take(name_array, _remainder(pc, index, partitions))
         record_id = pc.binary_join_element_wise(partition, pc.cast(offset, pa.string()), "/")
         yield out.table(
             len(order),
