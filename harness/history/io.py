@@ -268,6 +268,21 @@ def history_arrow_schema() -> Any:
     )
 
 
+PARQUET_WRITER_OPTIONS: Final[dict[str, Any]] = {
+    "version": "2.6",
+    "data_page_version": "1.0",
+    "compression": "zstd",
+    "compression_level": 3,
+    "use_dictionary": True,
+    "write_statistics": True,
+    "store_schema": True,
+    "write_page_index": False,
+    "write_page_checksum": False,
+}
+"""The ``pyarrow.parquet.ParquetWriter`` options of every history file (shared with the
+Spark generator of large histories)."""
+
+
 def write_parquet(history: History, path: _Path) -> None:
     """Write ``history`` as Parquet, replacing ``path`` atomically.
 
@@ -283,19 +298,7 @@ def write_parquet(history: History, path: _Path) -> None:
     pa, pq = _pyarrow()
     schema = history_arrow_schema().with_metadata({PARQUET_METADATA_KEY: header.encode("utf-8")})
     with _atomic_target(path) as tmp:
-        writer = pq.ParquetWriter(
-            os.fspath(tmp),
-            schema,
-            version="2.6",
-            data_page_version="1.0",
-            compression="zstd",
-            compression_level=3,
-            use_dictionary=True,
-            write_statistics=True,
-            store_schema=True,
-            write_page_index=False,
-            write_page_checksum=False,
-        )
+        writer = pq.ParquetWriter(os.fspath(tmp), schema, **PARQUET_WRITER_OPTIONS)
         try:
             for table in _tables(pa, schema, history.events):
                 writer.write_table(table, row_group_size=_ROW_GROUP_ROWS)

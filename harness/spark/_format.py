@@ -5,24 +5,14 @@ Pure Python over the few rows the Spark queries return (internal).
 
 from __future__ import annotations
 
-import reprlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from harness.check.validate import _show  # the validator's own wording of values
 from harness.check.verdict import MAX_WITNESSES, Witness
 from harness.history.events import EventKind
 
 __all__ = ["lexicographic", "problem_message", "witness"]
-
-_short = reprlib.Repr()
-_short.maxstring = 60
-_short.maxother = 60
-_short.maxlist = 6
-_short.maxtuple = 6
-
-
-def _show(value: object) -> str:
-    return _short.repr(value)
 
 
 def witness(records: Sequence[str], events: Sequence[int | None], detail: str) -> Witness:

@@ -37,7 +37,13 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from harness.check.verdict import MAX_WITNESSES
-from harness.history.events import REQUIRED_FIELDS, Aggregate, EventKind, SinkKind
+from harness.history.events import (
+    EVENT_FIELDS,
+    REQUIRED_FIELDS,
+    Aggregate,
+    EventKind,
+    SinkKind,
+)
 from harness.spark.source import RunSource
 
 __all__ = ["Context", "load", "problems"]
@@ -74,23 +80,7 @@ def _required(name: str) -> list[int]:
     return [_K[kind] for kind, fields in REQUIRED_FIELDS.items() if name in fields]
 
 
-_COLUMNS: Final = (
-    "index",
-    "kind",
-    "process",
-    "partition",
-    "offset",
-    "record_id",
-    "part",
-    "parts",
-    "key",
-    "value",
-    "sink",
-    "output_id",
-    "txn",
-    "dlsn",
-    "detail",
-)
+_COLUMNS: Final = EVENT_FIELDS
 _FREQUENT_FIRST: Final = (
     EventKind.APPEND,
     EventKind.ACK,

@@ -38,6 +38,7 @@ from typing import Any, Final, final
 from harness.check.verdict import AnomalyKind, Guarantee, Status
 from harness.errors import ConfigError, MissingDependency
 from harness.history.events import EVENT_FIELDS, SCHEMA_VERSION
+from harness.history.io import PARQUET_WRITER_OPTIONS
 
 __all__ = ["EVENTS_PER_RECORD", "GeneratedHistory", "Plan", "generate_history"]
 
@@ -230,19 +231,7 @@ def generate_history(
     target = os.fspath(path)
     os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
     tmp = os.path.join(os.path.dirname(target) or ".", f".{os.path.basename(target)}.tmp")
-    writer = pq.ParquetWriter(
-        tmp,
-        schema,
-        version="2.6",
-        data_page_version="1.0",
-        compression="zstd",
-        compression_level=3,
-        use_dictionary=True,
-        write_statistics=True,
-        store_schema=True,
-        write_page_index=False,
-        write_page_checksum=False,
-    )
+    writer = pq.ParquetWriter(tmp, schema, **PARQUET_WRITER_OPTIONS)
     try:
         for table in _tables(
             pa, writer_state, records, partitions, keys, block, plan, placement, names
