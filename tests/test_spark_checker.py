@@ -407,6 +407,17 @@ def test_the_generator_refuses_impossible_plans(tmp_path: Path) -> None:
     assert not (tmp_path / "h.parquet").exists()
 
 
+def test_the_generator_takes_the_run_id_of_its_run_directory(tmp_path: Path) -> None:
+    named = tmp_path / "runs" / "run_id=soak%2F7" / "history.parquet"
+    generate_history(named, records=64, partitions=2)
+    assert read_history(named).meta.run_id == "soak/7"
+    plain = tmp_path / "plain.parquet"
+    generate_history(plain, records=64, partitions=2)
+    assert read_history(plain).meta.run_id == "generated"
+    generate_history(named, records=64, partitions=2, run_id="given")
+    assert read_history(named).meta.run_id == "given"
+
+
 def split_file(history: History, folder: Path, cut: int) -> None:
     """``history`` as two Parquet files (rows before and after ``cut``), one header."""
     import pyarrow.parquet as pq

@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -154,7 +155,7 @@ def generate_history(
     plan: Plan | None = None,
     ordered: bool = True,
     block: int | None = None,
-    run_id: str = "generated",
+    run_id: str | None = None,
     row_group_size: int = 1_000_000,
 ) -> GeneratedHistory:
     """Write a history of ``records`` input records to the Parquet file ``path`` (replaced if
@@ -164,10 +165,18 @@ def generate_history(
     ``block`` is the number of records per partition between two commits (default: 1024,
     fewer for small histories); every planted anomaly needs a block of its own and the first
     and last blocks stay clean, so ``records`` must be at least ``partitions * block *
-    (plan.in_blocks + 2)``. Raises :class:`ConfigError` for a bad argument and
+    (plan.in_blocks + 2)``. ``run_id`` defaults to ``<id>`` when the file sits in a
+    ``run_id=<id>`` directory (the layout the checker reads), else ``"generated"``. Raises
+    :class:`ConfigError` for a bad argument and
     :class:`MissingDependency` without pyarrow.
     """
     plan = Plan() if plan is None else plan
+    if run_id is None:
+        folder = os.path.basename(os.path.dirname(os.path.abspath(os.fspath(path))))
+        run_id = (
+            urllib.parse.unquote(folder.partition("=")[2]) if folder.startswith("run_id=") else ""
+        )
+        run_id = run_id or "generated"
     if not isinstance(plan, Plan):
         raise ConfigError(f"plan must be a Plan, got {plan!r}")
     for name, value, low in (
