@@ -531,3 +531,45 @@ def test_stream_schedules_round_trip_through_json() -> None:
         StreamSchedule.from_json('{"steps":[{"op":"crash","point":"later"}]}')
     with pytest.raises(ConfigError, match=r"field 'batches' must be an integer in \[1, 10000\]"):
         StreamSchedule(steps=(RunBatches(0),))
+
+
+# -- a Python worker that misses Spark's connect-back deadline ------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("failures", [1, 3])
+def test_the_drain_restarts_when_a_python_worker_misses_its_deadline(
+    spark: SparkSession,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    failures: int,
+) -> None:
+    from harness.spark import streaming
+
+    real = streaming._Runner._in_process
+    calls: list[int] = []
+
+    def flaky(self: Any, spec: Any) -> Any:
+        calls.append(1)
+        if len(calls) <= failures:
+            return streaming._Outcome(
+                error="[STREAM_FAILED] Query terminated with exception: Python worker failed "
+                "to connect back. SQLSTATE: XXKST"
+            )
+        return real(self, spec)
+
+    monkeypatch.setattr(streaming._Runner, "_in_process", flaky)
+    schedule = StreamSchedule(steps=(ProduceRecords(3, 0),))  # only the drain runs a query
+    result = run_stream(Variant.PARQUET, schedule, workdir=tmp_path, spark=spark)
+    kinds_ = [e.kind.value for e in result.history.events]
+    assert kinds_.count("start") == 1
+    if failures < 3:
+        assert len(calls) == failures + 1
+        assert result.history.events[-1].detail == "complete"
+        assert check(result.history, Guarantee.EXACTLY_ONCE).status is Status.VALID
+    else:  # every attempt failed: the run says so, and is not checked as complete
+        assert len(calls) == 3
+        assert result.history.events[-1].detail.startswith(
+            "incomplete: the drain's query failed: [STREAM_FAILED]"
+        )
+        assert check(result.history, Guarantee.EXACTLY_ONCE).status is Status.UNKNOWN
