@@ -344,13 +344,15 @@ def read_parquet(path: _Path) -> History:
     return History(meta=meta, events=tuple(events))
 
 
-def _pyarrow() -> tuple[Any, Any]:
+def _pyarrow(needed_by: str = "Parquet histories need") -> tuple[Any, Any]:
+    """``pyarrow`` and ``pyarrow.parquet``; :class:`MissingDependency` names ``needed_by``
+    and the pip command when they cannot be imported."""
     try:
         pa = importlib.import_module("pyarrow")
         pq = importlib.import_module("pyarrow.parquet")
     except ImportError as exc:
         raise MissingDependency(
-            f"Parquet histories need the package pyarrow, which cannot be imported ({exc}); "
+            f"{needed_by} the package pyarrow, which cannot be imported ({exc}); "
             f"install it with: {_PARQUET_INSTALL}"
         ) from exc
     return pa, pq

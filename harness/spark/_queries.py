@@ -778,11 +778,12 @@ def nonmonotonic(context: Context, runs: Sequence[int]) -> DataFrame:
     ``(run, sink, partition)``."""
     ev = context.events.where(F.col("run").isin(*runs))
     kc = F.col("kc")
+    ordered_log = SINK_LOG | SINK_ORDERED
     rows = ev.where(
         F.col("record_id").isNotNull()
         & (
             (kc == APPEND)
-            | ((kc == OBSERVE) & (F.col("sk").bitwiseAND(SINK_LOG | SINK_ORDERED) == 5))
+            | ((kc == OBSERVE) & (F.col("sk").bitwiseAND(ordered_log) == ordered_log))
         )
     ).select(
         "run",

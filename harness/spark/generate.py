@@ -37,9 +37,9 @@ from types import MappingProxyType
 from typing import Any, Final, final
 
 from harness.check.verdict import AnomalyKind, Guarantee, Status
-from harness.errors import ConfigError, MissingDependency
+from harness.errors import ConfigError
 from harness.history.events import EVENT_FIELDS, SCHEMA_VERSION
-from harness.history.io import PARQUET_WRITER_OPTIONS
+from harness.history.io import PARQUET_WRITER_OPTIONS, _pyarrow
 
 __all__ = ["EVENTS_PER_RECORD", "GeneratedHistory", "Plan", "generate_history"]
 
@@ -47,7 +47,6 @@ EVENTS_PER_RECORD: Final = 5
 """Events each input record contributes (append, ack, read, emit, observe), besides the
 per-block commits and the few fixed events."""
 
-_PARQUET_INSTALL: Final = "pip install 'stream-harness[parquet]'"
 _METADATA_KEY: Final = b"harness.history"
 _INT_FIELDS: Final = frozenset(
     {"index", "process", "offset", "part", "parts", "value", "output_id", "txn"}
@@ -208,7 +207,7 @@ def generate_history(
             f"blocks of {block} records per partition over {partitions} partitions: need "
             f"at least {per_block * (plan.in_blocks + 2)} (or a smaller block)"
         )
-    pa, pq = _pyarrow()
+    pa, pq = _pyarrow("generating histories needs")
     placement = _place(plan, blocks=blocks, block=block, partitions=partitions)
     names = [f"p{j}" for j in range(partitions)]
     header = {
@@ -262,18 +261,6 @@ def generate_history(
         plan,
         placement,
     )
-
-
-def _pyarrow() -> tuple[Any, Any]:
-    try:
-        pa = importlib.import_module("pyarrow")
-        pq = importlib.import_module("pyarrow.parquet")
-    except ImportError as exc:
-        raise MissingDependency(
-            f"generating histories needs the package pyarrow, which cannot be imported "
-            f"({exc}); install it with: {_PARQUET_INSTALL}"
-        ) from exc
-    return pa, pq
 
 
 def _place(plan: Plan, *, blocks: int, block: int, partitions: int) -> _Placement:
