@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
@@ -98,6 +98,19 @@ class Topology:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Topology:
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"a topology must be a JSON object, got {data!r:.100}")
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(str(key) for key in set(data) - set(known))
+        if unknown:
+            raise ConfigError(
+                f"unknown topology key {unknown[0]!r:.60}; the keys are {', '.join(known)}"
+            )
+        missing = [key for key in ("partitions", "keys", "sinks") if key not in data]
+        if missing:
+            raise ConfigError(
+                f"the topology has no {missing[0]!r} key; the keys are {', '.join(known)}"
+            )
         try:
             return cls(
                 partitions=data["partitions"],
