@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,3 +97,75 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(["--version"]) == 0
     assert capsys.readouterr().out == f"stream-harness {version('stream-harness')}\n"
+
+
+def test_unknown_topology_keys_are_errors_naming_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    processor = ["run", "harness.toys:process_then_commit", "--guarantee", "at-least-once"]
+    assert main([*processor, "--topology", '{"partitons": 5}']) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --topology: unknown topology key 'partitons'; the keys are ")
+    assert err.count("\n") == 1
+    assert main([*processor, "--topology", "[5]"]) == 2
+    assert "--topology must be a JSON object" in capsys.readouterr().err
+
+    replay_file = _replay_file(tmp_path, process_then_commit)
+    data = json.loads(replay_file.read_text())
+    data["topology"]["segment_record"] = 4
+    replay_file.write_text(json.dumps(data))
+    assert main(["replay", str(replay_file)]) == 2
+    assert "unknown topology key 'segment_record'" in capsys.readouterr().err
+    del data["topology"]["segment_record"], data["topology"]["keys"]
+    replay_file.write_text(json.dumps(data))
+    assert main(["replay", str(replay_file)]) == 2
+    err = capsys.readouterr().err
+    assert "the topology has no 'keys' key" in err and "KeyError" not in err
+
+
+def test_a_closed_stdout_ends_the_command_quietly(tmp_path: Path) -> None:
+    """`python -m harness report FILE | head -1`: the reader goes away, no traceback."""
+    replay_file = _replay_file(tmp_path, commit_before_processing)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write fails with EPIPE, as after `head -1` has exited
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "harness", "report", str(replay_file)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert result.stderr == ""
+    assert result.returncode == 141  # 128 + SIGPIPE, as a shell reports it
+
+
+SPARK_FREE = (
+    "import sys; from harness.cli import main; code = main(sys.argv[1:]); "
+    "print(code, sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))"
+)
+
+
+@pytest.mark.parametrize("kind", ["missing", "jsonl", "empty-dir"])
+def test_check_spark_rejects_a_bad_history_before_any_jvm_starts(kind: str, tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    if kind == "missing":
+        target, said = tmp_path / "nope.parquet", "no such file or directory"
+    elif kind == "jsonl":
+        history, _ = run_once(commit_before_processing, BUGGY, "at-least-once")
+        target = tmp_path / "run.jsonl"
+        write_history(history, target)
+        said = f"it looks like a JSONL history: check it with `python -m harness check {target}"
+    else:
+        target, said = tmp_path, "the directory holds no .parquet file"
+    result = subprocess.run(
+        [sys.executable, "-c", SPARK_FREE, "check-spark", str(target)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout == "2 []\n"  # exit code 2, and pyspark never imported
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert said in result.stderr

@@ -1,7 +1,10 @@
 """``python -m harness check-spark HISTORY``: the Spark checker, behind the same front door.
 
 The options are declared by ``harness.spark.command`` (shared with ``spark-submit
-harness/spark/job.py``), imported only when this command runs.
+harness/spark/job.py``), imported only when this command runs. The history is looked at
+before any JVM starts: a missing path, a directory without Parquet files or a file that is
+not history Parquet (a JSONL history, say) is one line on stderr within a second, not after
+Spark's start-up.
 """
 
 from __future__ import annotations
@@ -11,9 +14,9 @@ import importlib
 from collections.abc import Sequence
 from typing import Any, Final
 
-from harness.errors import ConfigError
+from harness.errors import ConfigError, CorruptData
 
-__all__ = ["DESCRIPTION", "add_arguments", "main", "run_spark_command"]
+__all__ = ["DESCRIPTION", "add_arguments", "main", "preflight", "run_spark_command"]
 
 DESCRIPTION: Final = (
     "Check history Parquet files with the Spark checker (same verdict as "
@@ -33,9 +36,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _command().add_arguments(parser)
 
 
+def _jsonl_hint(path: str) -> str | None:
+    """What to do with ``path`` when it is a JSONL history rather than Parquet."""
+    try:
+        with open(path, "rb") as file:
+            start = file.read(64).lstrip()
+    except OSError:
+        return None
+    if not (path.endswith(".jsonl") or start.startswith(b"{")):
+        return None
+    return (
+        "it looks like a JSONL history: check it with `python -m harness check "
+        f"{path} --guarantee G` (the local checker reads JSONL), or write it as Parquet "
+        "with harness.write_history(harness.read_history(FILE), 'history.parquet')"
+    )
+
+
+def preflight(history: str) -> None:
+    """Check that ``history`` holds history Parquet files, without starting Spark."""
+    from harness.spark.source import discover_runs
+
+    try:
+        discover_runs(history)
+    except CorruptData as exc:
+        hint = _jsonl_hint(history)
+        if hint is None:
+            raise
+        raise CorruptData(f"{exc}; {hint}") from None
+
+
 def main(args: argparse.Namespace) -> int:
     """Check the history with Spark; returns the worst verdict's exit code."""
-    return int(_command().run(args))
+    command = _command()
+    preflight(str(args.history))
+    return int(command.run(args))
 
 
 def run_spark_command(argv: Sequence[str]) -> int:

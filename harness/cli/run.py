@@ -191,9 +191,17 @@ def _run_processor(args: argparse.Namespace, max_examples: int, max_steps: int) 
             data = json.loads(args.topology)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"--topology is not JSON ({exc.msg}): {args.topology!r}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(
+                f"--topology must be a JSON object such as '{{\"partitions\": 2}}', got "
+                f"{args.topology!r:.100}"
+            )
         defaults = Topology().to_json()
         defaults["sinks"] = data.get("sinks", defaults["sinks"])
-        topology = Topology.from_json({**defaults, **data})
+        try:
+            topology = Topology.from_json({**defaults, **data})
+        except ConfigError as exc:
+            raise ConfigError(f"--topology: {exc}") from None
     backend: Backend = "leveldb" if args.backend == "leveldb" else "memory"
     try:
         result = explore(
