@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,3 +170,76 @@ def test_check_spark_rejects_a_bad_history_before_any_jvm_starts(kind: str, tmp_
     assert result.stdout == "2 []\n"  # exit code 2, and pyspark never imported
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
     assert said in result.stderr
+
+
+# -- one JSON envelope for every command's --json -------------------------------------------
+
+STATUS_OF_EXIT = {0: "valid", 1: "invalid", 2: "unknown"}
+
+
+def _output(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict[str, Any]:
+    """Run ``argv``, check its JSON against the envelope's schema and its status against the
+    exit code, and return it."""
+    from test_report import _schema_errors
+
+    from harness.report.schema import OUTPUT_SCHEMA
+
+    code = main(argv)
+    printed = json.loads(capsys.readouterr().out)
+    assert _schema_errors(printed, OUTPUT_SCHEMA, OUTPUT_SCHEMA, "output") == []
+    assert list(printed)[:4] == ["harness_output", "command", "status", "summary"]
+    assert printed["status"] == STATUS_OF_EXIT[code]
+    return dict(printed)
+
+
+def test_every_command_prints_one_versioned_envelope(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    processor = ["run", "--examples", "20", "--guarantee", "at-least-once", "--json"]
+    held = _output(capsys, [*processor, "harness.toys:process_then_commit"])
+    assert (held["command"], held["status"], held["verdict"]) == ("run", "valid", None)
+    found = _output(
+        capsys, [*processor, "--faults", "crash", "harness.toys:commit_before_processing"]
+    )
+    assert (found["command"], found["status"]) == ("run", "invalid")
+    assert found["verdict"]["status"] == "invalid" and found["schedule"]["steps"]
+    assert found["replay_command"].startswith("python -m harness replay ")
+
+    replayed = _output(
+        capsys, ["replay", str(_replay_file(tmp_path, commit_before_processing)), "--json"]
+    )
+    assert (replayed["command"], replayed["status"]) == ("replay", "invalid")
+
+    history, _ = run_once(process_then_commit, Schedule(BUGGY.steps, drain=False), "exactly-once")
+    write_history(history, tmp_path / "unsettled.jsonl")
+    checked = _output(
+        capsys,
+        ["check", str(tmp_path / "unsettled.jsonl"), "--guarantee", "exactly-once", "--json"],
+    )
+    assert (checked["command"], checked["status"]) == ("check", "unknown")
+
+    matrix = _output(
+        capsys, ["run", "dlog-reader-offsets:reader-with-offsets", "--examples", "5", "--json"]
+    )
+    assert (matrix["command"], matrix["status"]) == ("matrix", "valid")
+    assert matrix["totals"] == {"caught": 0, "buggy": 0, "passed": 1, "correct": 1}
+    listed = _output(capsys, ["list", "--json"])
+    assert (listed["command"], listed["status"]) == ("list", "valid")
+
+
+def test_the_envelope_takes_exactly_its_commands_keys() -> None:
+    from harness.errors import ConfigError
+    from harness.report.json_report import output_json
+
+    with pytest.raises(ConfigError, match=r"the check output takes the keys \['guarantee'"):
+        output_json("check", "valid", "x", guarantee="at-least-once")
+    with pytest.raises(ConfigError, match="unknown command 'chek'"):
+        output_json("chek", "valid", "x")
+
+
+def test_the_output_schema_file_is_the_schema_constant() -> None:
+    from harness.report.schema import OUTPUT_SCHEMA
+
+    path = Path(__file__).resolve().parent.parent / "harness" / "report" / "output.schema.json"
+    assert json.loads(path.read_text(encoding="utf-8")) == OUTPUT_SCHEMA

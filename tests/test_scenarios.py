@@ -205,7 +205,7 @@ def test_run_command_prints_the_matrix_and_exit_codes(tmp_path: Path) -> None:
         text=True,
         check=True,
     )
-    data = json.loads(listed.stdout)
+    data = json.loads(listed.stdout)["scenarios"]  # the envelope of every --json
     assert [s["scenario"] for s in data] == list(SCENARIOS)
 
     unknown = subprocess.run(

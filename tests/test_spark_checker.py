@@ -542,8 +542,11 @@ def test_the_command_prints_the_verdict_json_and_exits_by_status(
     assert run(command_args(tmp_path / "h.parquet")) == 1
     printed = json.loads(capsys.readouterr().out)
     expected = check(read_history(generated.path), EO)
-    assert printed == {
+    assert printed == {  # the envelope of every command's --json (output.schema.json)
+        "harness_output": 1,
+        "command": "check-spark",
         "status": "invalid",
+        "summary": "INVALID under exactly-once (1 run)",
         "guarantee": "exactly-once",
         "runs": {"generated": expected.to_json()},
     }

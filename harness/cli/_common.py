@@ -6,12 +6,12 @@ engine inside its ``main``, so building the parser (and ``--help``) stays fast.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from harness.errors import ConfigError
 
 if TYPE_CHECKING:
-    from harness.check import Verdict
+    from harness.check import Status, Verdict
     from harness.matrix import Scenario
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "exit_code",
     "load_scenarios",
     "parse_faults",
+    "print_output",
 ]
 
 EXIT_OK: Final = 0
@@ -54,3 +55,13 @@ def load_scenarios() -> dict[str, Scenario]:
     except ImportError as exc:  # pragma: no cover - an install without the scenarios package
         raise ConfigError(f"the scenarios package cannot be imported ({exc})") from None
     return dict(SCENARIOS)
+
+
+def print_output(command: str, status: Status | str, summary: str, **fields: Any) -> str:
+    """Print ``command``'s ``--json`` envelope (``harness.report.json_report.output_json``)
+    and return the text (``--out`` files hold the same)."""
+    from harness.report.json_report import render_output
+
+    text = render_output(command, status, summary, **fields)
+    print(text)
+    return text

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Final
 
@@ -44,18 +43,27 @@ def main(args: argparse.Namespace) -> int:
         )
     from harness.check import Guarantee, check
     from harness.history.io import read_history
+    from harness.report.json_report import render_output
 
     try:
         history = read_history(args.history)
     except OSError as exc:
         raise ConfigError(f"cannot read history {str(args.history)!r}: {exc.strerror}") from None
     verdict = check(history, Guarantee(args.guarantee))
-    text = json.dumps(verdict.to_json(), indent=2)
+    headline = f"{args.guarantee} for {args.history}: {verdict.status.name}"
+    text = render_output(
+        "check",
+        verdict.status,
+        headline,
+        guarantee=args.guarantee,
+        source=str(args.history),
+        verdict=verdict.to_json(),
+    )
     if args.out is not None:
         args.out.write_text(text + "\n", encoding="utf-8")
     if args.json:
         print(text)
     else:
-        print(f"{args.guarantee} for {args.history}: {verdict.status.name}")
+        print(headline)
         print(verdict.summary())
     return exit_code(verdict)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Final
 
-from harness.cli._common import EXIT_OK, load_scenarios
+from harness.cli._common import EXIT_OK, load_scenarios, print_output
 
 __all__ = ["DESCRIPTION", "add_arguments", "main"]
 
@@ -40,7 +39,9 @@ def main(args: argparse.Namespace) -> int:
             }
             for s in scenarios.values()
         ]
-        print(json.dumps(data, indent=2))
+        variants = sum(len(s.variants) for s in scenarios.values())
+        summary = f"{len(data)} scenarios, {variants} variants"
+        print_output("list", "valid", summary, scenarios=data)
         return EXIT_OK
     for s in scenarios.values():
         print(f"{s.name}  ({s.guarantee.value}; seed {s.seed})")

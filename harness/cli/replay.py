@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Final
 
-from harness.cli._common import exit_code
+from harness.cli._common import exit_code, print_output
 
 __all__ = ["DESCRIPTION", "add_arguments", "main"]
 
@@ -38,13 +37,24 @@ def main(args: argparse.Namespace) -> int:
         from harness.history.io import write_history
 
         write_history(history, args.history)
-    if args.json:
-        print(json.dumps(verdict.to_json(), indent=2))
-        return exit_code(verdict)
-    print(
+    headline = (
         f"{spec.guarantee.value} for {spec.processor} ({spec.backend} backend): "
         f"{verdict.status.name}"
     )
+    if args.json:
+        print_output(
+            "replay",
+            verdict.status,
+            headline,
+            guarantee=spec.guarantee.value,
+            processor=spec.processor,
+            backend=spec.backend,
+            seed=spec.seed,
+            verdict=verdict.to_json(),
+            schedule=spec.schedule.to_json(),
+        )
+        return exit_code(verdict)
+    print(headline)
     print(verdict.summary())
     print(f"schedule ({len(spec.schedule)} steps):")
     print(spec.schedule.describe())

@@ -21,6 +21,7 @@ from harness.cli._common import (
     exit_code,
     load_scenarios,
     parse_faults,
+    print_output,
 )
 from harness.errors import ConfigError
 
@@ -154,21 +155,27 @@ def main(args: argparse.Namespace) -> int:
     )
     if args.markdown is not None:
         args.markdown.write_text(render_table(results, markdown=True) + "\n", encoding="utf-8")
+    bad = [r for r in results if not r.ok]
+    totals = {
+        "caught": sum(1 for r in results if not r.correct and r.ok),
+        "buggy": sum(1 for r in results if not r.correct),
+        "passed": sum(1 for r in results if r.correct and r.ok),
+        "correct": sum(1 for r in results if r.correct),
+    }
+    summary = (
+        f"{totals['caught']}/{totals['buggy']} buggy variants caught, "
+        f"{totals['passed']}/{totals['correct']} correct passed"
+    )
+    if bad:
+        names = ", ".join(f"{r.scenario}:{r.variant} ({r.backend})" for r in bad)
+        summary += f"; NOT AS EXPECTED: {names}"
     if args.json:
-        print(json.dumps([r.to_json() for r in results], indent=2))
+        status = "invalid" if bad else "valid"
+        print_output("matrix", status, summary, cells=[r.to_json() for r in results], totals=totals)
     else:
         print(render_table(results))
-        bad = [r for r in results if not r.ok]
-        caught = sum(1 for r in results if not r.correct and r.ok)
-        buggy = sum(1 for r in results if not r.correct)
-        passed = sum(1 for r in results if r.correct and r.ok)
-        correct = sum(1 for r in results if r.correct)
-        summary = f"\n{caught}/{buggy} buggy variants caught, {passed}/{correct} correct passed"
-        if bad:
-            names = ", ".join(f"{r.scenario}:{r.variant} ({r.backend})" for r in bad)
-            summary += f"; NOT AS EXPECTED: {names}"
-        print(summary)
-    return EXIT_OK if all(r.ok for r in results) else EXIT_INVALID
+        print("\n" + summary)
+    return EXIT_INVALID if bad else EXIT_OK
 
 
 def _run_processor(args: argparse.Namespace, max_examples: int, max_steps: int) -> int:
@@ -217,7 +224,7 @@ def _run_processor(args: argparse.Namespace, max_examples: int, max_steps: int) 
         )
     except CounterexampleFound as exc:
         if args.json:
-            print(json.dumps(_failure_json(exc), indent=2))
+            _print_failure(exc)
         else:
             print(str(exc))
         return exit_code(exc.failure.verdict)
@@ -226,20 +233,36 @@ def _run_processor(args: argparse.Namespace, max_examples: int, max_steps: int) 
         f"seed {result.seed}"
     )
     if args.json:
-        print(json.dumps({"status": "valid", "summary": message}))
+        print_output(
+            "run",
+            "valid",
+            message,
+            guarantee=result.guarantee.value,
+            processor=result.processor,
+            backend=backend,
+            seed=result.seed,
+            examples=result.examples,
+            verdict=None,
+            schedule=None,
+            replay_command=None,
+        )
     else:
         print(message)
     return EXIT_OK
 
 
-def _failure_json(exc: Any) -> dict[str, Any]:
+def _print_failure(exc: Any) -> None:
     failure = exc.failure
-    return {
-        "processor": failure.processor,
-        "guarantee": failure.guarantee.value,
-        "backend": failure.backend,
-        "verdict": failure.verdict.to_json(),
-        "schedule": failure.schedule.to_json(),
-        "seed": failure.seed,
-        "replay": failure.replay_command,
-    }
+    print_output(
+        "run",
+        failure.verdict.status,
+        str(exc).splitlines()[0],
+        guarantee=failure.guarantee.value,
+        processor=failure.processor,
+        backend=failure.backend,
+        seed=failure.seed,
+        examples=failure.examples,
+        verdict=failure.verdict.to_json(),
+        schedule=failure.schedule.to_json(),
+        replay_command=failure.replay_command,
+    )

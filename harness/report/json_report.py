@@ -1,18 +1,19 @@
-"""The machine-readable report: one JSON object, versioned, described by ``REPORT_SCHEMA``."""
+"""Machine-readable output: the report (one JSON object, versioned, described by
+``REPORT_SCHEMA``) and the envelope every command's ``--json`` prints (``OUTPUT_SCHEMA``)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from harness.check.verdict import Verdict
+from harness.check.verdict import Status, Verdict
 from harness.errors import ConfigError
 from harness.faults.schedule import Schedule
 from harness.history.events import History
 from harness.report._facts import ReportFacts, anomalous_events, gather, history_stats
-from harness.report.schema import REPORT_VERSION
+from harness.report.schema import OUTPUT_FIELDS, OUTPUT_VERSION, REPORT_VERSION
 
-__all__ = ["render_json", "report_json"]
+__all__ = ["output_json", "render_json", "render_output", "report_json"]
 
 
 def _history_json(facts: ReportFacts, include_events: bool) -> dict[str, Any] | None:
@@ -107,3 +108,32 @@ def render_json(
         include_events=include_events,
     )
     return json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def output_json(command: str, status: Status | str, summary: str, **fields: Any) -> dict[str, Any]:
+    """The envelope of ``command``'s ``--json`` output, satisfying :data:`OUTPUT_SCHEMA`.
+
+    ``harness_output`` (the version), ``command``, ``status`` (``valid``, ``invalid`` or
+    ``unknown``, as the exit code 0, 1 or 2) and a one-line ``summary`` come first, then
+    ``fields``: exactly the command's keys of :data:`OUTPUT_FIELDS`, in that order.
+    """
+    keys = OUTPUT_FIELDS.get(command)
+    if keys is None:
+        raise ConfigError(
+            f"unknown command {command!r:.40}; the commands are {list(OUTPUT_FIELDS)}"
+        )
+    if set(fields) != set(keys):
+        raise ConfigError(f"the {command} output takes the keys {list(keys)}, got {sorted(fields)}")
+    head: dict[str, Any] = {
+        "harness_output": OUTPUT_VERSION,
+        "command": command,
+        "status": Status(status).value,
+        "summary": summary,
+    }
+    return head | {key: fields[key] for key in keys}
+
+
+def render_output(command: str, status: Status | str, summary: str, **fields: Any) -> str:
+    """:func:`output_json` as indented JSON text (no trailing newline, for ``print``)."""
+    value = output_json(command, status, summary, **fields)
+    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)

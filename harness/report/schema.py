@@ -1,7 +1,8 @@
-"""The JSON report's schema (version 1), as a JSON Schema (draft 2020-12) value.
+"""The JSON schemas (draft 2020-12): the report's (version 1) and the commands' output envelope.
 
-``report.schema.json`` next to this module is the same schema as a file, for tools outside
-Python; a test keeps the two equal. ``docs/reports.md`` explains every key.
+``report.schema.json`` and ``output.schema.json`` next to this module are the same schemas as
+files, for tools outside Python; tests keep each equal to its value here. ``docs/reports.md``
+explains every key.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from harness.check.verdict import AnomalyKind, Guarantee, Status
 from harness.faults.schedule import STEP_TYPES
 from harness.history.events import EVENT_FIELDS, EventKind
 
-__all__ = ["REPORT_SCHEMA", "REPORT_VERSION"]
+__all__ = ["OUTPUT_FIELDS", "OUTPUT_SCHEMA", "OUTPUT_VERSION", "REPORT_SCHEMA", "REPORT_VERSION"]
 
 REPORT_VERSION: Final = 1
 """The value of the ``harness_report`` key; it changes whenever a key changes meaning."""
@@ -185,3 +186,90 @@ REPORT_SCHEMA: Final[dict[str, Any]] = {
     },
 }
 """The JSON Schema every :func:`harness.report.report_json` value satisfies."""
+
+
+# -- the envelope of every command's --json output ------------------------------------------
+
+OUTPUT_VERSION: Final = 1
+"""The value of the ``harness_output`` key of every ``--json`` output."""
+
+OUTPUT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
+    "run": (
+        "guarantee",
+        "processor",
+        "backend",
+        "seed",
+        "examples",
+        "verdict",
+        "schedule",
+        "replay_command",
+    ),
+    "matrix": ("cells", "totals"),
+    "replay": ("guarantee", "processor", "backend", "seed", "verdict", "schedule"),
+    "check": ("guarantee", "source", "verdict"),
+    "check-spark": ("guarantee", "runs"),
+    "list": ("scenarios",),
+}
+"""Each command's keys after the common ones (``harness_output``, ``command``, ``status``,
+``summary``); every one is present in its output, ``null`` when it does not apply."""
+
+_OUTPUT_PROPERTIES: Final[dict[str, Any]] = {
+    "harness_output": {"const": OUTPUT_VERSION},
+    "command": {"enum": list(OUTPUT_FIELDS)},
+    "status": {"enum": [status.value for status in Status]},
+    "summary": {"type": "string"},
+    "guarantee": {"enum": [g.value for g in Guarantee]},
+    "processor": {"type": "string"},
+    "backend": {"type": "string"},
+    "seed": _nullable("integer"),
+    "examples": {"type": "integer", "minimum": 0},
+    "verdict": {"oneOf": [{"type": "null"}, {"$ref": "#/$defs/verdict"}]},
+    "schedule": {"oneOf": [{"type": "null"}, {"$ref": "#/$defs/schedule"}]},
+    "replay_command": _nullable("string"),
+    "source": {"type": "string"},
+    "runs": {"type": "object", "additionalProperties": {"$ref": "#/$defs/verdict"}},
+    "cells": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["scenario", "variant", "backend", "correct", "ok"],
+            "properties": {
+                "scenario": {"type": "string"},
+                "variant": {"type": "string"},
+                "backend": {"type": "string"},
+                "correct": {"type": "boolean"},
+                "ok": {"type": "boolean"},
+            },
+        },
+    },
+    "totals": {
+        "type": "object",
+        "required": ["caught", "buggy", "passed", "correct"],
+        "additionalProperties": {"type": "integer", "minimum": 0},
+    },
+    "scenarios": {
+        "type": "array",
+        "items": {"type": "object", "required": ["scenario", "guarantee", "variants"]},
+    },
+}
+
+OUTPUT_SCHEMA: Final[dict[str, Any]] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "harness_output-1.schema.json",
+    "title": "stream-harness command output",
+    "description": (
+        "What every `python -m harness COMMAND --json` prints: the envelope's version, the "
+        "command, its status (valid, invalid or unknown: exit code 0, 1 or 2), a one-line "
+        "summary, then the command's own keys (docs/reports.md)."
+    ),
+    "type": "object",
+    "required": ["harness_output", "command", "status", "summary"],
+    "additionalProperties": False,
+    "properties": _OUTPUT_PROPERTIES,
+    "oneOf": [
+        {"properties": {"command": {"const": command}}, "required": list(keys)}
+        for command, keys in OUTPUT_FIELDS.items()
+    ],
+    "$defs": REPORT_SCHEMA["$defs"],
+}
+"""The JSON Schema of every command's ``--json`` output (``output.schema.json``)."""

@@ -9,13 +9,13 @@ declares the options, :func:`run` does the work and returns the exit code (0 VAL
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Final
 
 from harness.check.verdict import Guarantee, Status
 from harness.errors import ConfigError, HarnessError
+from harness.report.json_report import render_output
 
 __all__ = ["EXIT_CODES", "add_arguments", "run"]
 
@@ -91,7 +91,13 @@ def run(args: argparse.Namespace) -> int:
             driver_memory=args.driver_memory,
         )
         result = check_parquet(args.history, guarantee, spark=spark)
-        text = json.dumps(result.to_json(), indent=2)
+        text = render_output(  # the envelope of every command's --json
+            "check-spark",
+            result.status,
+            result.summary().splitlines()[0],
+            guarantee=result.guarantee.value,
+            runs=result.to_json()["runs"],
+        )
         if args.out is None:
             print(text)
         else:
