@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from harness._progress import Stage, Tick, notify
 from harness.check import Guarantee, Status, Verdict, check
 from harness.errors import ConfigError, HarnessError
 from harness.faults.schedule import Schedule
@@ -314,7 +315,7 @@ def explore(
     if type(seed) is not int:
         raise ConfigError(f"seed must be an int, got {seed!r}")
     strategy = schedules(topology, faults, max_steps=max_steps)
-    found: dict[str, Any] = {"examples": 0, "first": None, "last": None}
+    found: dict[str, Any] = {"examples": 0, "failures": 0, "first": None, "last": None}
     started = time.perf_counter()
 
     @hypothesis.settings(
@@ -335,7 +336,11 @@ def explore(
         history, verdict = run_once(
             processor, schedule, guarantee, topology=topology, backend=backend
         )
-        if verdict.status is not Status.VALID:
+        failed = verdict.status is not Status.VALID
+        found["failures"] += failed
+        stage = Stage.SEARCH if found["first"] is None and not failed else Stage.SHRINK
+        notify(Tick(stage, found["examples"], found["failures"], max_examples))
+        if failed:
             if found["first"] is None:
                 found["first"] = time.perf_counter() - started
                 found["first_example"] = found["examples"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -243,3 +245,97 @@ def test_the_output_schema_file_is_the_schema_constant() -> None:
 
     path = Path(__file__).resolve().parent.parent / "harness" / "report" / "output.schema.json"
     assert json.loads(path.read_text(encoding="utf-8")) == OUTPUT_SCHEMA
+
+
+# -- live progress and colour: on terminals only ---------------------------------------------
+
+
+class _Terminal(io.StringIO):
+    """A stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+FIND_BUG = [
+    "run",
+    "harness.toys:commit_before_processing",
+    "--guarantee",
+    "at-least-once",
+    "--faults",
+    "crash",
+    "--examples",
+    "30",
+]
+
+
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], tuple[Any, Any]]:
+    """Call it in the test (pytest's capture resets sys.stdout after fixtures) to make stdout
+    and stderr a terminal, outside CI, colour allowed."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("CI", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+
+    def use() -> tuple[Any, Any]:
+        out, err = _Terminal(), _Terminal()
+        monkeypatch.setattr(sys, "stdout", out)
+        monkeypatch.setattr(sys, "stderr", err)
+        return out, err
+
+    return use
+
+
+def test_a_terminal_gets_live_progress_and_colour(terminal: Callable[[], tuple[Any, Any]]) -> None:
+    out, err = terminal()
+    assert main(FIND_BUG) == 1
+    drawn = err.getvalue()
+    for said in ("explore harness.toys:commit_before_processing", "/30 schedules", "failing"):
+        assert said in drawn, said
+    assert "ETA" in drawn and "\x1b[2K" in drawn  # a live line, redrawn in place
+    assert "\x1b[1;31mINVALID\x1b[0m under at-least-once" in out.getvalue()
+    assert "\x1b[35mlost\x1b[0m x1" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("env", "flag"), [({"CI": "true"}, None), ({}, "--json"), ({"TERM": "dumb"}, None)]
+)
+def test_no_live_progress_in_ci_under_json_or_on_a_dumb_terminal(
+    terminal: Callable[[], tuple[Any, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    env: dict[str, str],
+    flag: str | None,
+) -> None:
+    out, err = terminal()
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert main(FIND_BUG + ([flag] if flag else [])) == 1
+    assert err.getvalue() == ""
+    if flag == "--json":
+        assert json.loads(out.getvalue())["status"] == "invalid"
+
+
+def test_no_colour_with_no_color_or_without_a_terminal(
+    terminal: Callable[[], tuple[Any, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out, err = terminal()
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert main(FIND_BUG) == 1
+    assert "does NOT hold" in out.getvalue() and "\x1b[" not in out.getvalue()
+    assert "/30 schedules" in err.getvalue()  # progress stays, without colour
+    plain = io.StringIO()
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setattr(sys, "stdout", plain)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert main(FIND_BUG) == 1
+    assert "does NOT hold" in plain.getvalue() and "\x1b[" not in plain.getvalue()
+
+
+def test_the_matrix_shows_its_cells_live(terminal: Callable[[], tuple[Any, Any]]) -> None:
+    out, err = terminal()
+    assert main(["run", "dlog-reader-offsets:reader-with-offsets", "--examples", "10"]) == 0
+    drawn = err.getvalue()
+    assert "matrix" in drawn and "/1 cells" in drawn and "schedules" in drawn
+    assert "[1/1] dlog-reader-offsets reader-with-offsets (memory): ok" in drawn
+    assert "1/1 correct passed" in out.getvalue()

@@ -44,12 +44,18 @@ def main(args: argparse.Namespace) -> int:
     from harness.check import Guarantee, check
     from harness.history.io import read_history
     from harness.report.json_report import render_output
+    from harness.report.live import LiveProgress, emit
 
-    try:
-        history = read_history(args.history)
-    except OSError as exc:
-        raise ConfigError(f"cannot read history {str(args.history)!r}: {exc.strerror}") from None
-    verdict = check(history, Guarantee(args.guarantee))
+    with LiveProgress(f"check {args.history}", None, json_output=args.json, units="") as live:
+        live.step(detail="reading the history")
+        try:
+            history = read_history(args.history)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot read history {str(args.history)!r}: {exc.strerror}"
+            ) from None
+        live.step(detail=f"checking {len(history.events)} events")
+        verdict = check(history, Guarantee(args.guarantee))
     headline = f"{args.guarantee} for {args.history}: {verdict.status.name}"
     text = render_output(
         "check",
@@ -64,6 +70,6 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(text)
     else:
-        print(headline)
-        print(verdict.summary())
+        emit(headline)
+        emit(verdict.summary())
     return exit_code(verdict)

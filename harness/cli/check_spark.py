@@ -52,12 +52,13 @@ def _jsonl_hint(path: str) -> str | None:
     )
 
 
-def preflight(history: str) -> None:
-    """Check that ``history`` holds history Parquet files, without starting Spark."""
+def preflight(history: str) -> int:
+    """Check that ``history`` holds history Parquet files, without starting Spark; returns
+    the number of runs found."""
     from harness.spark.source import discover_runs
 
     try:
-        discover_runs(history)
+        return len(discover_runs(history))
     except CorruptData as exc:
         hint = _jsonl_hint(history)
         if hint is None:
@@ -67,9 +68,13 @@ def preflight(history: str) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Check the history with Spark; returns the worst verdict's exit code."""
+    from harness.report.live import LiveProgress
+
     command = _command()
-    preflight(str(args.history))
-    return int(command.run(args))
+    runs = preflight(str(args.history))
+    with LiveProgress(f"check-spark {args.history}", None, units="") as live:
+        live.step(detail=f"{runs} run{'s' if runs != 1 else ''}: starting Spark, then checking")
+        return int(command.run(args))
 
 
 def run_spark_command(argv: Sequence[str]) -> int:

@@ -54,8 +54,10 @@ def main(args: argparse.Namespace) -> int:
             schedule=spec.schedule.to_json(),
         )
         return exit_code(verdict)
-    print(headline)
-    print(verdict.summary())
-    print(f"schedule ({len(spec.schedule)} steps):")
-    print(spec.schedule.describe())
+    from harness.report.live import emit
+
+    emit(headline)
+    emit(verdict.summary())
+    emit(f"schedule ({len(spec.schedule)} steps):")
+    emit(spec.schedule.describe())
     return exit_code(verdict)

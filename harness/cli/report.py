@@ -68,7 +68,9 @@ def main(args: argparse.Namespace) -> int:
             "processor": spec.processor,
             "backend": spec.backend,
         }
-    print(render_text(verdict, history, **details))
+    from harness.report.live import emit
+
+    emit(render_text(verdict, history, **details))
     if args.out is not None:
         written = write_report(
             args.out,

@@ -27,6 +27,7 @@ from harness.errors import ConfigError
 
 if TYPE_CHECKING:
     from harness.matrix import Scenario, VariantResult
+    from harness.profiles import Profile
     from harness.sim.world import Backend
 
 __all__ = ["DESCRIPTION", "add_arguments", "main"]
@@ -119,7 +120,6 @@ def _scenarios(args: argparse.Namespace) -> list[Scenario] | None:
 
 def main(args: argparse.Namespace) -> int:
     """Run the matrix or the user's processor; returns the exit code."""
-    from harness.matrix import render_table, run_matrix
     from harness.profiles import profile
 
     budget = profile(args.profile)
@@ -130,7 +130,18 @@ def main(args: argparse.Namespace) -> int:
     scenarios = _scenarios(args)
     if scenarios is None:
         return _run_processor(args, budget.max_examples, budget.max_steps)
+    return _run_matrix(args, budget, scenarios)
+
+
+def _run_matrix(args: argparse.Namespace, budget: Profile, scenarios: list[Scenario]) -> int:
+    from harness._progress import watching
+    from harness.matrix import render_table, run_matrix
+    from harness.report.live import LiveProgress, emit
+
     backends: tuple[Any, ...] = ("memory", "leveldb") if args.backend == "both" else (args.backend,)
+    cells = sum(len(s.variants) for s in scenarios) * len(backends)
+    live = LiveProgress("matrix", cells, json_output=args.json, units="cells")
+    missed: list[str] = []
 
     def progress(result: VariantResult, done: int, total: int) -> None:
         mark = "ok " if result.ok else "NOT AS EXPECTED"
@@ -138,21 +149,24 @@ def main(args: argparse.Namespace) -> int:
             f"[{done}/{total}] {result.scenario} {result.variant} ({result.backend}): {mark} "
             f"{result.seconds:.1f} s"
         )
-        print(line, file=sys.stderr, flush=True)
+        live.log(line)
+        if not result.ok:
+            missed.append(f"{result.scenario}:{result.variant}")
+        live.step(f"matrix, {len(missed)} not as expected", completed=done, detail="")
 
-    print(
+    live.log(
         f"profile {budget.name}: {budget.max_examples} schedules of up to {budget.max_steps} "
-        f"steps per search, {args.seeds or budget.detect_seeds} search(es) per variant",
-        file=sys.stderr,
+        f"steps per search, {args.seeds or budget.detect_seeds} search(es) per variant"
     )
-    results = run_matrix(
-        scenarios,
-        backends=backends,
-        budget=budget,
-        seeds=args.seeds,
-        failures_dir=args.failures_dir,
-        progress=progress,
-    )
+    with live, watching(live.tick):
+        results = run_matrix(
+            scenarios,
+            backends=backends,
+            budget=budget,
+            seeds=args.seeds,
+            failures_dir=args.failures_dir,
+            progress=progress,
+        )
     if args.markdown is not None:
         args.markdown.write_text(render_table(results, markdown=True) + "\n", encoding="utf-8")
     bad = [r for r in results if not r.ok]
@@ -173,12 +187,14 @@ def main(args: argparse.Namespace) -> int:
         status = "invalid" if bad else "valid"
         print_output("matrix", status, summary, cells=[r.to_json() for r in results], totals=totals)
     else:
-        print(render_table(results))
-        print("\n" + summary)
+        emit(render_table(results))
+        emit("\n" + summary)
     return EXIT_INVALID if bad else EXIT_OK
 
 
 def _run_processor(args: argparse.Namespace, max_examples: int, max_steps: int) -> int:
+    from harness._progress import watching
+    from harness.report.live import LiveProgress, emit
     from harness.runner import CounterexampleFound, explore, load_processor
     from harness.sim.topology import Topology
 
@@ -210,23 +226,25 @@ def _run_processor(args: argparse.Namespace, max_examples: int, max_steps: int) 
         except ConfigError as exc:
             raise ConfigError(f"--topology: {exc}") from None
     backend: Backend = "leveldb" if args.backend == "leveldb" else "memory"
+    live = LiveProgress(f"explore {args.targets[0]}", max_examples, json_output=args.json)
     try:
-        result = explore(
-            processor,
-            guarantee=args.guarantee,
-            topology=topology,
-            backend=backend,
-            max_examples=max_examples,
-            max_steps=max_steps,
-            faults=parse_faults(args.faults),
-            seed=args.seed,
-            failures_dir=args.failures_dir,
-        )
+        with live, watching(live.tick):
+            result = explore(
+                processor,
+                guarantee=args.guarantee,
+                topology=topology,
+                backend=backend,
+                max_examples=max_examples,
+                max_steps=max_steps,
+                faults=parse_faults(args.faults),
+                seed=args.seed,
+                failures_dir=args.failures_dir,
+            )
     except CounterexampleFound as exc:
         if args.json:
             _print_failure(exc)
         else:
-            print(str(exc))
+            emit(str(exc))
         return exit_code(exc.failure.verdict)
     message = (
         f"{result.guarantee.value} held for {result.processor}: {result.examples} schedules, "
@@ -247,7 +265,7 @@ def _run_processor(args: argparse.Namespace, max_examples: int, max_steps: int) 
             replay_command=None,
         )
     else:
-        print(message)
+        emit(message)
     return EXIT_OK
 
 
