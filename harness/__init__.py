@@ -4,11 +4,13 @@ The public surface, re-exported here: the engine (:func:`explore` a processor un
 schedules, :func:`replay` a saved one, :func:`simulate` one schedule;
 :func:`harness.check.check` judges a history),
 its values (:class:`Schedule` and its steps, :class:`Topology`, :class:`History`,
-:class:`Verdict`), the reference log (:mod:`harness.log`), the offset stores
-(:mod:`harness.offsets`) and the errors (:mod:`harness.errors`, rooted in
+:class:`Verdict`), the fault kinds a search injects (:class:`Fault`), the catalogue's
+:class:`Subject` and :class:`Scenario`, the reference log (:mod:`harness.log`), the offset
+stores (:mod:`harness.offsets`) and the errors (:mod:`harness.errors`, rooted in
 :class:`HarnessError`). Importing this package loads neither plyvel, pyarrow nor pyspark.
 """
 
+from harness.catalogue import Scenario, Subject
 from harness.check import (
     Anomaly,
     AnomalyKind,
@@ -46,6 +48,7 @@ from harness.errors import (
 from harness.faults import (
     Crash,
     Duplicate,
+    Fault,
     LoseAck,
     Produce,
     Reorder,
@@ -118,6 +121,7 @@ __all__ = [
     "EventKind",
     "Exploration",
     "Failure",
+    "Fault",
     "Fenced",
     "Guarantee",
     "HarnessError",
@@ -151,9 +155,11 @@ __all__ = [
     "Restart",
     "Run",
     "RunZombie",
+    "Scenario",
     "Schedule",
     "Status",
     "StoreLocked",
+    "Subject",
     "Takeover",
     "Tick",
     "Topology",

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, Final
 from harness.errors import ConfigError, HarnessError
 
 if TYPE_CHECKING:
+    from harness.catalogue.matrix import VariantResult
+    from harness.catalogue.subject import Scenario
     from harness.check import Verdict
-    from harness.matrix import Scenario, VariantResult
     from harness.sim.world import Backend
 
 __all__ = ["main"]
@@ -225,15 +226,15 @@ def _scenarios(args: argparse.Namespace) -> list[Scenario] | None:
 
 def _load_scenarios() -> dict[str, Scenario]:
     try:
-        from scenarios import SCENARIOS
+        from harness.catalogue.seeds import SCENARIOS
     except ImportError as exc:  # pragma: no cover - an install without the scenarios package
         raise ConfigError(f"the scenarios package cannot be imported ({exc})") from None
     return dict(SCENARIOS)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from harness.matrix import render_table, run_matrix
-    from harness.profiles import profile
+    from harness.catalogue.matrix import render_table, run_matrix
+    from harness.search.profiles import profile
 
     budget = profile(args.profile)
     if args.examples is not None:

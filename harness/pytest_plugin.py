@@ -39,7 +39,6 @@ import pytest
 
 from harness.check import Guarantee, Status
 from harness.errors import ConfigError, HarnessError
-from harness.profiles import DEFAULT_PROFILE, PROFILES, Profile
 from harness.runner import (
     DEFAULT_FAILURES_DIR,
     CounterexampleFound,
@@ -49,6 +48,7 @@ from harness.runner import (
     explore,
     run_once,
 )
+from harness.search.profiles import DEFAULT_PROFILE, PROFILES, Profile
 from harness.sim.simulator import processor_path
 from harness.sim.world import BACKENDS, Backend
 

@@ -7,19 +7,19 @@ from pathlib import Path
 
 import pytest
 
+from harness.catalogue.toys import commit_before_processing, process_then_commit
 from harness.check import Guarantee
 from harness.cli import main
 from harness.faults import Crash, Produce, Run, Schedule
 from harness.history.io import write_history
 from harness.runner import Replay, run_once
 from harness.sim.topology import Topology
-from harness.toys import commit_before_processing, process_then_commit
 
 BUGGY = Schedule((Produce(0, 1), Run(3), Crash()))
 
 
 def _replay_file(tmp_path: Path, processor: object) -> Path:
-    name = f"harness.toys:{processor.__name__}"  # type: ignore[attr-defined]
+    name = f"harness.catalogue.toys:{processor.__name__}"  # type: ignore[attr-defined]
     spec = Replay(name, Guarantee.AT_LEAST_ONCE, Topology(), "memory", BUGGY)
     return spec.save(tmp_path)
 
@@ -31,7 +31,10 @@ def test_report_renders_a_replay_file_and_writes_three_files(
     out = tmp_path / "report"
     assert main(["report", str(replay_file), "--out", str(out)]) == 1
     text = capsys.readouterr().out
-    assert "INVALID: at-least-once does NOT hold for harness.toys:commit_before_processing" in text
+    assert (
+        "INVALID: at-least-once does NOT hold for harness.catalogue.toys:commit_before_processing"
+        in text
+    )
     assert "lost x1" in text
     assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json", "report.txt"]
     assert json.loads((out / "report.json").read_text())["verdict"]["status"] == "invalid"
