@@ -10,13 +10,14 @@ replays it (``--harness-replay FILE``). ``--harness-report DIR`` also writes a J
 the replay file per failing test.
 
 Settings are resolved marker > command line > environment > ini file > profile default, and a
-bad value's error says where it came from. Loading this module imports only the standard
-library, pytest and the harness package itself (which loads neither plyvel, pyspark nor
-Hypothesis): Hypothesis, plyvel and pyspark are imported by the hooks and fixtures that use
-them. Under pytest-xdist every worker writes to its own directories (``tmp_path`` is already
-per worker; the Hypothesis example database is ``.hypothesis/harness/<worker>``); replay files
-are named by their content and report files by the test's node id, so workers never write the
-same file. See ``docs/pytest.md``.
+bad value's error says where it came from. Loading this module, and its hooks in a session
+whose tests use no harness fixture or marker, import only the standard library, pytest,
+``harness.errors`` and ``harness.search.profiles``: the engine (simulator, checker, runner,
+Hypothesis), plyvel and pyspark are imported by the fixtures and the marker check that use
+them (``tests/test_pytest_plugin.py`` holds this). Under pytest-xdist every worker writes to
+its own directories (``tmp_path`` is already per worker; the Hypothesis example database is
+``.hypothesis/harness/<worker>``); replay files are named by their content and report files
+by the test's node id, so workers never write the same file. See ``docs/pytest.md``.
 """
 
 from __future__ import annotations
@@ -37,28 +38,18 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 import pytest
 
-from harness.check import Guarantee, Status
 from harness.errors import ConfigError, HarnessError
-from harness.runner import (
-    DEFAULT_FAILURES_DIR,
-    CounterexampleFound,
-    Exploration,
-    Failure,
-    Replay,
-    explore,
-    run_once,
-)
 from harness.search.profiles import DEFAULT_PROFILE, PROFILES, Profile
-from harness.sim.simulator import processor_path
-from harness.sim.world import BACKENDS, Backend
 
 if TYPE_CHECKING:
+    from harness.check import Guarantee
     from harness.faults.schedule import Schedule
     from harness.log.namespace import Namespace
     from harness.offsets.base import OffsetStore
+    from harness.runner import CounterexampleFound, Exploration, Failure, Replay
     from harness.sim.simulator import Processor
     from harness.sim.topology import Topology
-    from harness.sim.world import World
+    from harness.sim.world import Backend, World
     from harness.strategies.schedules import Fault
 
 __all__ = [
@@ -173,7 +164,8 @@ class _Run:
     replay: Replay | None
     replay_path: Path | None
     report_dir: Path | None
-    failures_dir: Path
+    rootpath: Path
+    """Failing schedules are saved below it (``runner.DEFAULT_FAILURES_DIR``)."""
     worker: str
 
 
@@ -254,6 +246,8 @@ def _resolve_run(config: pytest.Config) -> _Run:
     replay_option = config.getoption(REPLAY_OPTION)
     if replay_option is not None:
         replay_path = invocation / replay_option
+        from harness.runner import Replay  # the engine, only when a replay is asked for
+
         try:
             replay = Replay.load(replay_path)
         except ConfigError as exc:
@@ -278,7 +272,7 @@ def _resolve_run(config: pytest.Config) -> _Run:
         replay=replay,
         replay_path=replay_path,
         report_dir=report_dir,
-        failures_dir=config.rootpath / DEFAULT_FAILURES_DIR,
+        rootpath=config.rootpath,
         worker=_worker(config),
     )
 
@@ -334,6 +328,8 @@ def _settings_for(item: pytest.Item) -> HarnessSettings:
         seed = value
     backend: Backend | None = None
     if "backend" in marked:
+        from harness.sim.world import BACKENDS
+
         value, where = marked["backend"]
         if value not in BACKENDS:
             raise _BadSetting(f"{where}: choose one of {', '.join(BACKENDS)}")
@@ -592,6 +588,8 @@ class Explorer:
         seed: int | None = None,
     ) -> Exploration:
         __tracebackhide__ = True
+        from harness.runner import CounterexampleFound, explore  # the engine, on first use
+
         s = self.settings
         backend = backend or s.backend or "memory"
         if faults is None and s.faults is not None:
@@ -618,9 +616,12 @@ class Explorer:
 
     def _failures_dir(self) -> Path:
         """Relative (short commands) while the test runs where pytest started, else absolute."""
+        from harness.runner import DEFAULT_FAILURES_DIR
+
+        failures_dir = self._run.rootpath / DEFAULT_FAILURES_DIR
         if Path.cwd() == self._invocation_dir:
-            return _display(self._run.failures_dir, self._invocation_dir)
-        return self._run.failures_dir
+            return _display(failures_dir, self._invocation_dir)
+        return failures_dir
 
     def _found(self, found: CounterexampleFound) -> None:
         """Add the pytest replay command to the report; write the report files if asked."""
@@ -648,6 +649,10 @@ class Explorer:
         backend: Backend,
     ) -> Exploration:
         __tracebackhide__ = True
+        from harness.check import Status
+        from harness.runner import CounterexampleFound, Exploration, Failure, run_once
+        from harness.sim.simulator import processor_path
+
         spec, path = self._run.replay, self._run.replay_path
         assert spec is not None and path is not None
         name = processor_path(processor)
@@ -681,6 +686,8 @@ class Explorer:
 
 
 def _replay_report(failure: Failure, path: Path) -> str:
+    from harness.check import Status
+
     held = "does NOT hold" if failure.verdict.status is Status.INVALID else "could not be shown"
     schedule: Schedule = failure.schedule
     return "\n".join(

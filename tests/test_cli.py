@@ -90,3 +90,10 @@ def test_replay_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     replay_file = _replay_file(tmp_path, process_then_commit)
     assert main(["replay", str(replay_file), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "valid"
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"stream-harness {version('stream-harness')}\n"

@@ -11,7 +11,9 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Final
 
 import pytest
 
@@ -58,31 +60,73 @@ def quickstart(pytester: pytest.Pytester) -> None:
 # -- loading --------------------------------------------------------------------------------
 
 
-def test_loading_the_plugin_imports_neither_hypothesis_plyvel_nor_pyspark() -> None:
-    code = (
-        "import sys, harness.pytest_plugin; print(sorted(m for m in sys.modules if "
-        "m.split('.')[0] in ('hypothesis', 'plyvel', 'pyspark', 'py4j', 'pyarrow')))"
-    )
+ENGINE: Final = (
+    "harness.sim",
+    "harness.check",
+    "harness.runner",
+    "harness.strategies",
+    "harness.faults",
+    "harness.history",
+    "harness.log",
+    "harness.offsets",
+    "harness.report",
+    "hypothesis",
+    "plyvel",
+    "pyspark",
+    "py4j",
+    "pyarrow",
+)
+"""What loading the plugin, or a session that does not use it, must not import."""
+
+
+def _engine(modules: Iterable[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == e or m.startswith(e + ".") for e in ENGINE))
+
+
+def test_loading_the_plugin_imports_no_engine_module() -> None:
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-X", "importtime", "-c", "import harness.pytest_plugin"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    assert result.stdout.strip() == "[]"
+    imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()]
+    assert "harness.pytest_plugin" in imported  # the check reads the right output
+    assert _engine(imported) == []
 
 
-def test_a_pytest_run_with_the_plugin_imports_nothing_heavy_until_used(
+def test_a_pytest_run_with_the_plugin_imports_no_engine_module_until_used(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makepyfile(
-        """
+        test_plain=f"""
         import sys
 
         def test_nothing_heavy_loaded():
-            heavy = {m.split(".")[0] for m in sys.modules} & {"hypothesis", "plyvel", "pyspark"}
-            assert heavy == set()
-        """
+            engine = {ENGINE!r}
+            loaded = [m for m in sys.modules for e in engine if (m + ".").startswith(e + ".")]
+            assert loaded == []
+        """,
+        test_used="""
+        import sys
+
+        def forward(ctx):
+            out = ctx.output("out")
+            for record in ctx.read("in-0", ctx.offsets.get("in-0")):
+                out.emit(record)
+                out.commit()
+                ctx.offsets.put("in-0", record.next)
+
+        def test_the_fixture_loads_the_engine_when_called(harness_explore):
+            assert "harness.runner" not in sys.modules
+            harness_explore(forward, guarantee="at-least-once", max_examples=3)
+            assert "harness.runner" in sys.modules
+        """,
     )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--strict-markers")
-    result.assert_outcomes(passed=1)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--strict-markers", "test_plain.py", "test_used.py"
+    )
+    result.assert_outcomes(passed=2)
 
 
 # -- options, ini, marker -------------------------------------------------------------------

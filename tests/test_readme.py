@@ -62,3 +62,62 @@ def _run_pytest_example(block: str, tmp_path: Path) -> None:
     test_file.write_text(fixed, encoding="utf-8")
     passing = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env)
     assert passing.returncode == 0, passing.stdout + passing.stderr
+
+
+SHELL_BLOCKS = re.findall(r"```sh\n(.*?)```", README.read_text(), flags=re.DOTALL)
+ROOT = README.parent
+
+
+def test_ci_runs_the_readmes_second_command_as_written() -> None:
+    second = SHELL_BLOCKS[1].strip()
+    assert second.endswith(".venv/bin/tox")
+    ci_lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    assert ci_lines[-1] == second
+    # no environment prepared by .ci/run alone: the README command must behave the same
+    assert not any(line.startswith("export ") for line in ci_lines)
+
+
+def test_the_readme_says_what_the_long_command_costs_and_gives_the_fast_path() -> None:
+    text = README.read_text(encoding="utf-8")
+    start = text.index(SHELL_BLOCKS[1])
+    beside = text[start : start + 1500]
+    for said in ("25 minutes", "450 MB", "fails", "a few minutes", ".venv/bin/tox -e py\n"):
+        assert said in beside, said
+
+
+def test_tox_fails_on_a_missing_interpreter_instead_of_skipping_it() -> None:
+    import configparser
+
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(ROOT / "tox.ini", encoding="utf-8")
+    assert tox["tox"]["skip_missing_interpreters"] == "false"
+    assert "PYENV_VERSION" in tox["testenv"]["passenv"].split()
+
+
+def test_toxfile_adds_the_newest_pyenv_version_of_each_matrix_minor() -> None:
+    pytest.importorskip("tox.plugin", reason="toxfile.py is loaded by tox")
+    sys.path.insert(0, str(ROOT))
+    try:
+        import toxfile
+    finally:
+        sys.path.remove(str(ROOT))
+    installed = ["2.7.18", "3.9.18", "3.10.2", "3.10.13", "3.11.7", "3.12.1", "3.13.0", "3.13-dev"]
+    assert toxfile.pyenv_versions(["3.11.7"], installed) == [
+        "3.11.7",
+        "3.10.13",
+        "3.12.1",
+        "3.13.0",
+    ]
+    # what is active stays first (pyenv's python3 is still the user's); a missing minor stays
+    # missing, for tox to fail on
+    assert toxfile.pyenv_versions(["system"], ["3.12.1"]) == ["system", "3.12.1"]
+
+
+def test_the_package_metadata_names_its_license_and_classifiers() -> None:
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert '\nlicense = "Apache-2.0"\n' in pyproject
+    assert '\nlicense-files = ["LICENSE"]\n' in pyproject
+    license_text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
+    minors = set(re.findall(r'"Programming Language :: Python :: (3\.\d+)"', pyproject))
+    assert minors == {"3.10", "3.11", "3.12", "3.13"}

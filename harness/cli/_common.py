@@ -1,0 +1,56 @@
+"""What every command shares: exit codes, the verdict's exit code, fault and scenario lookups.
+
+Imports only the standard library and ``harness.errors``: each command module imports the
+engine inside its ``main``, so building the parser (and ``--help``) stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from harness.errors import ConfigError
+
+if TYPE_CHECKING:
+    from harness.catalogue.subject import Scenario
+    from harness.check import Verdict
+
+__all__ = [
+    "EXIT_INVALID",
+    "EXIT_OK",
+    "EXIT_UNKNOWN",
+    "GUARANTEES",
+    "exit_code",
+    "load_scenarios",
+    "parse_faults",
+]
+
+EXIT_OK: Final = 0
+EXIT_INVALID: Final = 1
+EXIT_UNKNOWN: Final = 2
+"""Also the exit code of a usage error."""
+
+GUARANTEES: Final = ("at-least-once", "exactly-once")
+"""The ``--guarantee`` choices (``harness.check.Guarantee``'s values, without importing it)."""
+
+
+def exit_code(verdict: Verdict) -> int:
+    """0 for VALID, 1 for INVALID, 2 for UNKNOWN."""
+    from harness.check import Status
+
+    return {Status.VALID: EXIT_OK, Status.INVALID: EXIT_INVALID}.get(verdict.status, EXIT_UNKNOWN)
+
+
+def parse_faults(text: str | None) -> list[str] | None:
+    """``--faults crash,tick`` as a list of names; None (every fault) when not given."""
+    if text is None:
+        return None
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def load_scenarios() -> dict[str, Scenario]:
+    """The shipped scenarios by name."""
+    try:
+        from harness.catalogue.seeds import SCENARIOS
+    except ImportError as exc:  # pragma: no cover - an install without the scenarios package
+        raise ConfigError(f"the scenarios package cannot be imported ({exc})") from None
+    return dict(SCENARIOS)

@@ -1,0 +1,82 @@
+"""``python -m harness report SOURCE``: a replay file or a history rendered as a report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+from harness.cli._common import GUARANTEES, exit_code
+from harness.errors import ConfigError
+
+__all__ = ["DESCRIPTION", "add_arguments", "main"]
+
+DESCRIPTION: Final = (
+    "Render a replay file (the schedule is run again) or a stored history (checked "
+    "against --guarantee) as a report: text to stdout, and with --out DIR also "
+    "report.txt, report.json and report.html (docs/reports.md). Exit code: the "
+    "verdict's (0 VALID, 1 INVALID, 2 UNKNOWN)."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``report``'s source and options."""
+    parser.add_argument("source", help="a replay file (.json) or a history (.jsonl/.parquet)")
+    parser.add_argument(
+        "--guarantee",
+        choices=GUARANTEES,
+        default=None,
+        help="the guarantee to check a history against (a replay file names its own)",
+    )
+    parser.add_argument("--out", type=Path, default=None, help="write the report files here")
+    parser.add_argument(
+        "--format",
+        action="append",
+        choices=("txt", "json", "html"),
+        default=None,
+        help="which files to write with --out (repeatable; default all three)",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    """Print the text report (and write the files); returns the verdict's exit code."""
+    from harness.report import render_text, write_report
+
+    source = str(args.source)
+    if source.endswith((".jsonl", ".parquet")):
+        from harness.check import Guarantee, check
+        from harness.history.io import read_history
+
+        if args.guarantee is None:
+            raise ConfigError(f"--guarantee is required to report on history {source!r}")
+        try:
+            history = read_history(source)
+        except OSError as exc:
+            raise ConfigError(f"cannot read history {source!r}: {exc.strerror}") from None
+        verdict = check(history, Guarantee(args.guarantee))
+        details: dict[str, Any] = {"title": source}
+    else:
+        from harness.runner import Replay, replay
+
+        spec = Replay.load(source)
+        history, verdict = replay(spec)
+        details = {
+            "schedule": spec.schedule,
+            "seed": spec.seed,
+            "replay_command": f"python -m harness replay {source}",
+            "processor": spec.processor,
+            "backend": spec.backend,
+        }
+    print(render_text(verdict, history, **details))
+    if args.out is not None:
+        written = write_report(
+            args.out,
+            verdict=verdict,
+            history=history,
+            formats=args.format or ("txt", "json", "html"),
+            **details,
+        )
+        for path in written.values():
+            print(f"wrote {path}", file=sys.stderr)
+    return exit_code(verdict)

@@ -1,0 +1,238 @@
+"""``python -m harness run``: the scenario matrix, or the user's own processor, explored.
+
+With ``--all`` or ``SCENARIO[:VARIANT]`` names: explore every variant and print the matrix
+(exit 1 if a buggy variant is not caught or a correct one fails). With ``MODULE:FUNCTION``
+and ``--guarantee``: explore that processor (exit 0 VALID, 1 INVALID, 2 UNKNOWN).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from harness.cli._common import (
+    EXIT_INVALID,
+    EXIT_OK,
+    GUARANTEES,
+    exit_code,
+    load_scenarios,
+    parse_faults,
+)
+from harness.errors import ConfigError
+
+if TYPE_CHECKING:
+    from harness.catalogue.matrix import VariantResult
+    from harness.catalogue.subject import Scenario
+    from harness.sim.world import Backend
+
+__all__ = ["DESCRIPTION", "add_arguments", "main"]
+
+DESCRIPTION: Final = (
+    "With --all or SCENARIO[:VARIANT] names: explore every variant and print the "
+    "matrix (exit 1 if a buggy variant is not caught or a correct one fails). With "
+    "MODULE:FUNCTION and --guarantee: explore your processor (exit 0 VALID, 1 INVALID, "
+    "2 UNKNOWN)."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``run``'s targets and options."""
+    parser.add_argument(
+        "targets",
+        nargs="*",
+        metavar="TARGET",
+        help="a scenario name, SCENARIO:VARIANT, or your processor as MODULE:FUNCTION",
+    )
+    parser.add_argument("--all", action="store_true", help="every scenario and variant")
+    parser.add_argument(
+        "--profile",
+        default=None,
+        help="search budget: dev, ci or nightly (default: $HARNESS_PROFILE, else ci)",
+    )
+    parser.add_argument("--seed", type=int, default=None, help="the search seed")
+    parser.add_argument("--examples", type=int, default=None, help="schedules per search")
+    parser.add_argument(
+        "--seeds", type=int, default=None, help="searches per buggy variant (the profile's)"
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("memory", "leveldb", "both"),
+        default="memory",
+        help="where logs and offsets live (default memory; leveldb is real plyvel on disk)",
+    )
+    parser.add_argument(
+        "--guarantee",
+        choices=GUARANTEES,
+        default=None,
+        help="the guarantee your processor claims (required for MODULE:FUNCTION)",
+    )
+    parser.add_argument(
+        "--topology",
+        default=None,
+        help="your processor's topology as JSON, e.g. '{\"partitions\": 2}' (default: 1 "
+        "partition, 3 keys, one log sink 'out')",
+    )
+    parser.add_argument("--faults", default=None, help="comma-separated faults (default: all)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--markdown", type=Path, default=None, help="also write the matrix as a Markdown table"
+    )
+    parser.add_argument(
+        "--failures-dir",
+        default=".harness/failures",
+        help="where failing schedules are saved for replay (default .harness/failures)",
+    )
+
+
+def _scenarios(args: argparse.Namespace) -> list[Scenario] | None:
+    """The scenarios to run, or None when the targets name a user processor."""
+    scenarios = load_scenarios()
+    if args.all:
+        if args.targets:
+            raise ConfigError("give either --all or target names, not both")
+        return list(scenarios.values())
+    if not args.targets:
+        raise ConfigError(
+            "nothing to run: give --all, scenario names (see `python -m harness list`) or "
+            "your processor as MODULE:FUNCTION with --guarantee"
+        )
+    chosen: list[Scenario] = []
+    for target in args.targets:
+        name, _, variant = target.partition(":")
+        if name not in scenarios:
+            if ":" in target and len(args.targets) == 1:
+                return None  # MODULE:FUNCTION
+            raise ConfigError(
+                f"unknown scenario {name!r}; the scenarios are {', '.join(scenarios)} "
+                "(or give your processor as MODULE:FUNCTION with --guarantee)"
+            )
+        scenario = scenarios[name]
+        if variant:
+            scenario = dataclasses.replace(scenario, variants=(scenario.variant(variant),))
+        chosen.append(scenario)
+    return chosen
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the matrix or the user's processor; returns the exit code."""
+    from harness.catalogue.matrix import render_table, run_matrix
+    from harness.search.profiles import profile
+
+    budget = profile(args.profile)
+    if args.examples is not None:
+        if args.examples < 1:
+            raise ConfigError(f"--examples must be >= 1, got {args.examples}")
+        budget = dataclasses.replace(budget, max_examples=args.examples)
+    scenarios = _scenarios(args)
+    if scenarios is None:
+        return _run_processor(args, budget.max_examples, budget.max_steps)
+    backends: tuple[Any, ...] = ("memory", "leveldb") if args.backend == "both" else (args.backend,)
+
+    def progress(result: VariantResult, done: int, total: int) -> None:
+        mark = "ok " if result.ok else "NOT AS EXPECTED"
+        line = (
+            f"[{done}/{total}] {result.scenario} {result.variant} ({result.backend}): {mark} "
+            f"{result.seconds:.1f} s"
+        )
+        print(line, file=sys.stderr, flush=True)
+
+    print(
+        f"profile {budget.name}: {budget.max_examples} schedules of up to {budget.max_steps} "
+        f"steps per search, {args.seeds or budget.detect_seeds} search(es) per variant",
+        file=sys.stderr,
+    )
+    results = run_matrix(
+        scenarios,
+        backends=backends,
+        budget=budget,
+        seeds=args.seeds,
+        failures_dir=args.failures_dir,
+        progress=progress,
+    )
+    if args.markdown is not None:
+        args.markdown.write_text(render_table(results, markdown=True) + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps([r.to_json() for r in results], indent=2))
+    else:
+        print(render_table(results))
+        bad = [r for r in results if not r.ok]
+        caught = sum(1 for r in results if not r.correct and r.ok)
+        buggy = sum(1 for r in results if not r.correct)
+        passed = sum(1 for r in results if r.correct and r.ok)
+        correct = sum(1 for r in results if r.correct)
+        summary = f"\n{caught}/{buggy} buggy variants caught, {passed}/{correct} correct passed"
+        if bad:
+            names = ", ".join(f"{r.scenario}:{r.variant} ({r.backend})" for r in bad)
+            summary += f"; NOT AS EXPECTED: {names}"
+        print(summary)
+    return EXIT_OK if all(r.ok for r in results) else EXIT_INVALID
+
+
+def _run_processor(args: argparse.Namespace, max_examples: int, max_steps: int) -> int:
+    from harness.runner import CounterexampleFound, explore, load_processor
+    from harness.sim.topology import Topology
+
+    if len(args.targets) != 1:
+        raise ConfigError("give exactly one processor as MODULE:FUNCTION")
+    if args.guarantee is None:
+        raise ConfigError(
+            f"--guarantee is required to run your processor {args.targets[0]!r}: "
+            "at-least-once or exactly-once"
+        )
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))  # run from a project: its modules are importable
+    processor = load_processor(args.targets[0])
+    topology = Topology()
+    if args.topology is not None:
+        try:
+            data = json.loads(args.topology)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--topology is not JSON ({exc.msg}): {args.topology!r}") from None
+        defaults = Topology().to_json()
+        defaults["sinks"] = data.get("sinks", defaults["sinks"])
+        topology = Topology.from_json({**defaults, **data})
+    backend: Backend = "leveldb" if args.backend == "leveldb" else "memory"
+    try:
+        result = explore(
+            processor,
+            guarantee=args.guarantee,
+            topology=topology,
+            backend=backend,
+            max_examples=max_examples,
+            max_steps=max_steps,
+            faults=parse_faults(args.faults),
+            seed=args.seed,
+            failures_dir=args.failures_dir,
+        )
+    except CounterexampleFound as exc:
+        if args.json:
+            print(json.dumps(_failure_json(exc), indent=2))
+        else:
+            print(str(exc))
+        return exit_code(exc.failure.verdict)
+    message = (
+        f"{result.guarantee.value} held for {result.processor}: {result.examples} schedules, "
+        f"seed {result.seed}"
+    )
+    if args.json:
+        print(json.dumps({"status": "valid", "summary": message}))
+    else:
+        print(message)
+    return EXIT_OK
+
+
+def _failure_json(exc: Any) -> dict[str, Any]:
+    failure = exc.failure
+    return {
+        "processor": failure.processor,
+        "guarantee": failure.guarantee.value,
+        "backend": failure.backend,
+        "verdict": failure.verdict.to_json(),
+        "schedule": failure.schedule.to_json(),
+        "seed": failure.seed,
+        "replay": failure.replay_command,
+    }
