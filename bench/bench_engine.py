@@ -15,7 +15,7 @@ Issue "engine". Two parts:
   history events per schedule; calls are counted, so a short run would show. The same rate on
   the LevelDB backend (real files, much slower; ``--leveldb-examples``) is printed too, with
   no target.
-* ``detect``: for every broken toy in ``harness.toys.TOYS`` (non-empty ``expected``), for
+* ``detect``: for every broken toy in ``harness.catalogue.toys.TOYS`` (non-empty ``expected``), for
   each of ``--seeds`` seeds, ``explore(..., max_examples=1000, failures_dir=None)``; the time
   to first failure is ``Failure.first_failure_seconds`` (until the first failing example,
   before shrinking). Prints per toy the median and max over seeds (a seed that finds nothing
@@ -48,8 +48,9 @@ from hypothesis import HealthCheck, Phase, given
 from hypothesis import strategies as st
 
 from harness import CounterexampleFound, Schedule, Status, explore, run_once
+from harness.catalogue import Subject
+from harness.catalogue.toys import TOYS
 from harness.strategies.schedules import schedules, steps
-from harness.toys import TOYS, Toy
 
 if TYPE_CHECKING:
     from harness.sim.world import Backend
@@ -200,7 +201,7 @@ def section_rate(examples: int, leveldb_examples: int) -> tuple[float, bool]:
 class Detection:
     """The explorations of one broken toy over the seeds."""
 
-    toy: Toy
+    toy: Subject
     seeds: int
     first_failure: tuple[float, ...]  # per seed; inf when not found
     shrunk_steps: tuple[int, ...]  # per found seed
@@ -222,7 +223,7 @@ class Detection:
         return max(self.first_failure)
 
 
-def detect(toy: Toy, seeds: Sequence[int]) -> Detection:
+def detect(toy: Subject, seeds: Sequence[int]) -> Detection:
     first: list[float] = []
     shrunk: list[int] = []
     examples: list[int] = []
@@ -235,7 +236,7 @@ def detect(toy: Toy, seeds: Sequence[int]) -> Detection:
                 toy.processor,
                 guarantee=toy.guarantee,
                 topology=toy.topology,
-                faults=toy.faults,
+                faults=toy.needs,
                 seed=seed,
                 max_examples=DETECT_MAX_EXAMPLES,
                 failures_dir=None,

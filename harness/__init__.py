@@ -4,7 +4,8 @@ The public surface, re-exported here: the engine (:func:`explore` a processor un
 schedules, :func:`replay` a saved one, :func:`simulate` one schedule;
 :func:`harness.check.check` judges a history),
 its values (:class:`Schedule` and its steps, :class:`Topology`, :class:`History`,
-:class:`Verdict`), the reference log (:mod:`harness.log`), the offset stores
+:class:`Verdict`), the fault kinds a search injects (:class:`Fault`), the catalogue's
+:class:`Subject` and :class:`Scenario`, the reference log (:mod:`harness.log`), the offset stores
 (:mod:`harness.offsets`) and the errors (:mod:`harness.errors`, rooted in
 :class:`HarnessError`). Importing this package loads only :mod:`harness.errors`: every
 other name is imported from its module on first use (so ``import harness.pytest_plugin``
@@ -43,6 +44,7 @@ from harness.errors import (
 )
 
 if TYPE_CHECKING:
+    from harness.catalogue import Scenario, Subject
     from harness.check import (
         Anomaly,
         AnomalyKind,
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
     from harness.faults import (
         Crash,
         Duplicate,
+        Fault,
         LoseAck,
         Produce,
         Reorder,
@@ -115,6 +118,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _LAZY: Final[dict[str, tuple[str, ...]]] = {
+    "harness.catalogue": ("Scenario", "Subject"),
     "harness.check": (
         "Anomaly",
         "AnomalyKind",
@@ -127,6 +131,7 @@ _LAZY: Final[dict[str, tuple[str, ...]]] = {
     "harness.faults": (
         "Crash",
         "Duplicate",
+        "Fault",
         "LoseAck",
         "Produce",
         "Reorder",
@@ -221,6 +226,7 @@ __all__ = [
     "EventKind",
     "Exploration",
     "Failure",
+    "Fault",
     "Fenced",
     "Guarantee",
     "HarnessError",
@@ -254,9 +260,11 @@ __all__ = [
     "Restart",
     "Run",
     "RunZombie",
+    "Scenario",
     "Schedule",
     "Status",
     "StoreLocked",
+    "Subject",
     "Takeover",
     "Tick",
     "Topology",

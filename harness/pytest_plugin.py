@@ -12,7 +12,7 @@ the replay file per failing test.
 Settings are resolved marker > command line > environment > ini file > profile default, and a
 bad value's error says where it came from. Loading this module, and its hooks in a session
 whose tests use no harness fixture or marker, import only the standard library, pytest,
-``harness.errors`` and ``harness.profiles``: the engine (simulator, checker, runner,
+``harness.errors`` and ``harness.search.profiles``: the engine (simulator, checker, runner,
 Hypothesis), plyvel and pyspark are imported by the fixtures and the marker check that use
 them (``tests/test_pytest_plugin.py`` holds this). Under pytest-xdist every worker writes to
 its own directories (``tmp_path`` is already per worker; the Hypothesis example database is
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 import pytest
 
 from harness.errors import ConfigError, HarnessError
-from harness.profiles import DEFAULT_PROFILE, PROFILES, Profile
+from harness.search.profiles import DEFAULT_PROFILE, PROFILES, Profile
 
 if TYPE_CHECKING:
     from harness.check import Guarantee

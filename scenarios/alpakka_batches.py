@@ -11,11 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from harness.check import AnomalyKind, Guarantee
-from harness.matrix import Scenario, Variant
-from harness.sim.context import Context, Source
-from harness.sim.records import Delivery
-from harness.strategies.schedules import Fault
+from harness import AnomalyKind, Context, Delivery, Fault, Guarantee, Scenario, Subject
+from harness.sim import Source
 
 __all__ = ["SCENARIO"]
 
@@ -59,19 +56,14 @@ SCENARIO = Scenario(
     name="alpakka-batches",
     title="Alpakka: batches of committable offsets",
     seed="alpakka-kafka-at-least-once-pitfalls.txt",
-    guarantee=Guarantee.AT_LEAST_ONCE,
     variants=(
-        Variant("commit-processed-batch", commit_processed_batch),
-        Variant(
+        Subject("commit-processed-batch", commit_processed_batch, Guarantee.AT_LEAST_ONCE),
+        Subject(
             "commit-formed-batch",
             commit_formed_batch,
-            frozenset({AnomalyKind.LOST, AnomalyKind.OFFSET_AHEAD}),
-            frozenset({Fault.CRASH}),
+            Guarantee.AT_LEAST_ONCE,
+            expected=frozenset({AnomalyKind.LOST, AnomalyKind.OFFSET_AHEAD}),
+            needs=frozenset({Fault.CRASH}),
         ),
     ),
 )
-
-if __name__ == "__main__":
-    from harness.cli import main
-
-    raise SystemExit(main(["run", SCENARIO.name]))

@@ -11,12 +11,18 @@ flow commits offsets past messages the other flow has not produced yet.
 
 from __future__ import annotations
 
-from harness.check import AnomalyKind, Guarantee
-from harness.matrix import Scenario, Variant
-from harness.sim.context import Context, OutputLog
-from harness.sim.records import Delivery
-from harness.sim.topology import Topology, log_sink
-from harness.strategies.schedules import Fault
+from harness import (
+    AnomalyKind,
+    Context,
+    Delivery,
+    Fault,
+    Guarantee,
+    Scenario,
+    Subject,
+    Topology,
+    log_sink,
+)
+from harness.sim import OutputLog
 
 __all__ = ["SCENARIO"]
 
@@ -75,21 +81,21 @@ def split_flows(ctx: Context) -> None:
         ctx.offsets.put(P, msg.next)
 
 
+TOPOLOGY = Topology(sinks={topic: log_sink() for topic in TOPICS})
+
 SCENARIO = Scenario(
     name="alpakka-conditional",
     title="Alpakka: conditional processing to message-dependent topics",
     seed="alpakka-kafka-at-least-once-pitfalls.txt",
-    guarantee=Guarantee.AT_LEAST_ONCE,
-    topology=Topology(sinks={topic: log_sink() for topic in TOPICS}),
     variants=(
-        Variant("one-flow", one_flow),
-        Variant(
-            "split-flows", split_flows, frozenset({AnomalyKind.LOST}), frozenset({Fault.CRASH})
+        Subject("one-flow", one_flow, Guarantee.AT_LEAST_ONCE, TOPOLOGY),
+        Subject(
+            "split-flows",
+            split_flows,
+            Guarantee.AT_LEAST_ONCE,
+            TOPOLOGY,
+            expected=frozenset({AnomalyKind.LOST}),
+            needs=frozenset({Fault.CRASH}),
         ),
     ),
 )
-
-if __name__ == "__main__":
-    from harness.cli import main
-
-    raise SystemExit(main(["run", SCENARIO.name]))

@@ -11,12 +11,7 @@ still in the open batch, and a crash loses them.
 
 from __future__ import annotations
 
-from harness.check import AnomalyKind, Guarantee
-from harness.matrix import Scenario, Variant
-from harness.sim.context import Context
-from harness.sim.records import Delivery
-from harness.sim.topology import Topology
-from harness.strategies.schedules import Fault
+from harness import AnomalyKind, Context, Delivery, Fault, Guarantee, Scenario, Subject, Topology
 
 __all__ = ["SCENARIO"]
 
@@ -63,24 +58,21 @@ def commit_bad_at_once(ctx: Context) -> None:
     _flow(ctx, commit_bad_at_once=True)
 
 
+TOPOLOGY = Topology(poison_every=5)
+
 SCENARIO = Scenario(
     name="alpakka-excluding-messages",
     title="Alpakka: excluding messages that fail to deserialize",
     seed="alpakka-kafka-at-least-once-pitfalls.txt",
-    guarantee=Guarantee.AT_LEAST_ONCE,
-    topology=Topology(poison_every=5),
     variants=(
-        Variant("pass-through", pass_through),
-        Variant(
+        Subject("pass-through", pass_through, Guarantee.AT_LEAST_ONCE, TOPOLOGY),
+        Subject(
             "commit-bad-at-once",
             commit_bad_at_once,
-            frozenset({AnomalyKind.LOST, AnomalyKind.OFFSET_AHEAD}),
-            frozenset({Fault.CRASH}),
+            Guarantee.AT_LEAST_ONCE,
+            TOPOLOGY,
+            expected=frozenset({AnomalyKind.LOST, AnomalyKind.OFFSET_AHEAD}),
+            needs=frozenset({Fault.CRASH}),
         ),
     ),
 )
-
-if __name__ == "__main__":
-    from harness.cli import main
-
-    raise SystemExit(main(["run", SCENARIO.name]))

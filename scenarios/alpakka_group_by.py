@@ -14,12 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from harness.check import AnomalyKind, Guarantee
-from harness.matrix import Scenario, Variant
-from harness.sim.context import Context
-from harness.sim.records import Delivery
-from harness.sim.topology import Topology
-from harness.strategies.schedules import Fault
+from harness import AnomalyKind, Context, Delivery, Fault, Guarantee, Scenario, Subject, Topology
 
 __all__ = ["SCENARIO"]
 
@@ -61,24 +56,21 @@ def group_by_key(ctx: Context) -> None:
     _grouped_flow(ctx, lambda msg: msg.key)
 
 
+TOPOLOGY = Topology(partitions=2)
+
 SCENARIO = Scenario(
     name="alpakka-group-by",
     title="Alpakka: groupBy substreams",
     seed="alpakka-kafka-at-least-once-pitfalls.txt",
-    guarantee=Guarantee.AT_LEAST_ONCE,
-    topology=Topology(partitions=2),
     variants=(
-        Variant("group-by-partition", group_by_partition),
-        Variant(
+        Subject("group-by-partition", group_by_partition, Guarantee.AT_LEAST_ONCE, TOPOLOGY),
+        Subject(
             "group-by-key",
             group_by_key,
-            frozenset({AnomalyKind.LOST}),
-            frozenset({Fault.CRASH, Fault.REORDER}),
+            Guarantee.AT_LEAST_ONCE,
+            TOPOLOGY,
+            expected=frozenset({AnomalyKind.LOST}),
+            needs=frozenset({Fault.CRASH, Fault.REORDER}),
         ),
     ),
 )
-
-if __name__ == "__main__":
-    from harness.cli import main
-
-    raise SystemExit(main(["run", SCENARIO.name]))

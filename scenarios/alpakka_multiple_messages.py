@@ -10,11 +10,7 @@ sees the message again.
 
 from __future__ import annotations
 
-from harness.check import AnomalyKind, Guarantee
-from harness.matrix import Scenario, Variant
-from harness.sim.context import Context
-from harness.sim.topology import Topology, log_sink
-from harness.strategies.schedules import Fault
+from harness import AnomalyKind, Context, Fault, Guarantee, Scenario, Subject, Topology, log_sink
 
 __all__ = ["SCENARIO"]
 
@@ -46,24 +42,21 @@ def commit_after_first(ctx: Context) -> None:
                 ctx.offsets.put(P, msg.next)
 
 
+TOPOLOGY = Topology(sinks={topic: log_sink() for topic in TOPICS})
+
 SCENARIO = Scenario(
     name="alpakka-multiple-messages",
     title="Alpakka: several messages per consumed message",
     seed="alpakka-kafka-at-least-once-pitfalls.txt",
-    guarantee=Guarantee.AT_LEAST_ONCE,
-    topology=Topology(sinks={topic: log_sink() for topic in TOPICS}),
     variants=(
-        Variant("multi-message", multi_message),
-        Variant(
+        Subject("multi-message", multi_message, Guarantee.AT_LEAST_ONCE, TOPOLOGY),
+        Subject(
             "commit-after-first",
             commit_after_first,
-            frozenset({AnomalyKind.LOST}),
-            frozenset({Fault.CRASH}),
+            Guarantee.AT_LEAST_ONCE,
+            TOPOLOGY,
+            expected=frozenset({AnomalyKind.LOST}),
+            needs=frozenset({Fault.CRASH}),
         ),
     ),
 )
-
-if __name__ == "__main__":
-    from harness.cli import main
-
-    raise SystemExit(main(["run", SCENARIO.name]))

@@ -9,11 +9,7 @@ committed while a smaller one is still in flight, and a crash then loses it.
 
 from __future__ import annotations
 
-from harness.check import AnomalyKind, Guarantee
-from harness.matrix import Scenario, Variant
-from harness.sim.context import Context
-from harness.sim.records import Delivery
-from harness.strategies.schedules import Fault
+from harness import AnomalyKind, Context, Delivery, Fault, Guarantee, Scenario, Subject
 
 __all__ = ["SCENARIO"]
 
@@ -49,19 +45,14 @@ SCENARIO = Scenario(
     name="alpakka-non-sequential",
     title="Alpakka: non-sequential processing",
     seed="alpakka-kafka-at-least-once-pitfalls.txt",
-    guarantee=Guarantee.AT_LEAST_ONCE,
     variants=(
-        Variant("map-async", map_async),
-        Variant(
+        Subject("map-async", map_async, Guarantee.AT_LEAST_ONCE),
+        Subject(
             "map-async-unordered",
             map_async_unordered,
-            frozenset({AnomalyKind.LOST}),
-            frozenset({Fault.CRASH, Fault.REORDER}),
+            Guarantee.AT_LEAST_ONCE,
+            expected=frozenset({AnomalyKind.LOST}),
+            needs=frozenset({Fault.CRASH, Fault.REORDER}),
         ),
     ),
 )
-
-if __name__ == "__main__":
-    from harness.cli import main
-
-    raise SystemExit(main(["run", SCENARIO.name]))

@@ -17,10 +17,8 @@ lost-acknowledgement fault (a client retry) is not part of this scenario.
 
 from __future__ import annotations
 
-from harness.check import AnomalyKind, Guarantee
-from harness.matrix import Scenario, Variant
-from harness.sim.context import Context
-from harness.strategies.schedules import ALL_FAULTS, Fault
+from harness import AnomalyKind, Context, Fault, Guarantee, Scenario, Subject
+from harness.faults import ALL_FAULTS
 
 __all__ = ["SCENARIO"]
 
@@ -51,24 +49,21 @@ def transformer_without_dedup(ctx: Context) -> None:
     _transformer(ctx, dedup=False)
 
 
+SCOPE = ALL_FAULTS - {Fault.LOSE_ACK}
+
 SCENARIO = Scenario(
     name="dlog-exactly-once-transformer",
     title="DistributedLog exactly-once transformer (dedup by source DLSN)",
     seed="dlog-core-library-api.txt",
-    guarantee=Guarantee.EXACTLY_ONCE,
-    faults=ALL_FAULTS - {Fault.LOSE_ACK},
     variants=(
-        Variant("stream-transformer", stream_transformer),
-        Variant(
+        Subject("stream-transformer", stream_transformer, Guarantee.EXACTLY_ONCE, scope=SCOPE),
+        Subject(
             "transformer-without-dedup",
             transformer_without_dedup,
-            frozenset({AnomalyKind.DUPLICATE}),
-            frozenset({Fault.CRASH}),
+            Guarantee.EXACTLY_ONCE,
+            expected=frozenset({AnomalyKind.DUPLICATE}),
+            needs=frozenset({Fault.CRASH}),
+            scope=SCOPE,
         ),
     ),
 )
-
-if __name__ == "__main__":
-    from harness.cli import main
-
-    raise SystemExit(main(["run", SCENARIO.name]))

@@ -17,12 +17,7 @@ still be running).
 
 from __future__ import annotations
 
-from harness.check import AnomalyKind, Guarantee
-from harness.log.dlsn import DLSN
-from harness.matrix import Scenario, Variant
-from harness.sim.context import Context
-from harness.sim.records import Delivery
-from harness.strategies.schedules import Fault
+from harness import DLSN, AnomalyKind, Context, Delivery, Fault, Guarantee, Scenario, Subject
 
 __all__ = ["SCENARIO"]
 
@@ -101,26 +96,22 @@ SCENARIO = Scenario(
     name="dlog-reader-offsets",
     title="DistributedLog reader with offsets (at-least-once)",
     seed="dlog-at-least-once-reader-offsets.txt",
-    guarantee=Guarantee.AT_LEAST_ONCE,
     variants=(
-        Variant("reader-with-offsets", reader_with_offsets),
-        Variant("async-reader-in-order", async_reader_in_order),
-        Variant(
+        Subject("reader-with-offsets", reader_with_offsets, Guarantee.AT_LEAST_ONCE),
+        Subject("async-reader-in-order", async_reader_in_order, Guarantee.AT_LEAST_ONCE),
+        Subject(
             "offset-tracked-on-read",
             offset_tracked_on_read,
-            frozenset({AnomalyKind.LOST}),
-            frozenset({Fault.CRASH, Fault.TICK}),
+            Guarantee.AT_LEAST_ONCE,
+            expected=frozenset({AnomalyKind.LOST}),
+            needs=frozenset({Fault.CRASH, Fault.TICK}),
         ),
-        Variant(
+        Subject(
             "async-reader-ahead",
             async_reader_ahead,
-            frozenset({AnomalyKind.LOST}),
-            frozenset({Fault.CRASH, Fault.REORDER}),
+            Guarantee.AT_LEAST_ONCE,
+            expected=frozenset({AnomalyKind.LOST}),
+            needs=frozenset({Fault.CRASH, Fault.REORDER}),
         ),
     ),
 )
-
-if __name__ == "__main__":
-    from harness.cli import main
-
-    raise SystemExit(main(["run", SCENARIO.name]))

@@ -28,12 +28,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from harness.check import AnomalyKind, Guarantee
-from harness.matrix import Scenario, Variant
-from harness.sim.context import Context
-from harness.sim.records import Delivery
-from harness.sim.topology import Topology, table_sink
-from harness.strategies.schedules import ALL_FAULTS, Fault
+from harness import (
+    AnomalyKind,
+    Context,
+    Delivery,
+    Fault,
+    Guarantee,
+    Scenario,
+    Subject,
+    Topology,
+    table_sink,
+)
+from harness.faults import ALL_FAULTS
 
 __all__ = ["SCENARIO"]
 
@@ -120,31 +126,34 @@ def replay_from_newest_clock(ctx: Context) -> None:
     _persistent_count(ctx, replay_from_newest=True, clock_first=False)
 
 
+TOPOLOGY = Topology(sinks={"counts": table_sink("count")})
+SCOPE = ALL_FAULTS - {Fault.ZOMBIE, Fault.TICK}
+
 SCENARIO = Scenario(
     name="gearpump-persistent-count",
     title="Gearpump persistent count (exactly-once monoid state)",
     seed="gearpump-at-least-once-and-exactly-once.txt",
-    guarantee=Guarantee.EXACTLY_ONCE,
-    topology=Topology(sinks={"counts": table_sink("count")}),
-    faults=ALL_FAULTS - {Fault.ZOMBIE, Fault.TICK},
     variants=(
-        Variant("persistent-count", persistent_count),
-        Variant(
+        Subject(
+            "persistent-count", persistent_count, Guarantee.EXACTLY_ONCE, TOPOLOGY, scope=SCOPE
+        ),
+        Subject(
             "clock-saved-apart",
             clock_saved_apart,
-            frozenset({AnomalyKind.COUNT_MISMATCH}),
-            frozenset({Fault.CRASH}),
+            Guarantee.EXACTLY_ONCE,
+            TOPOLOGY,
+            expected=frozenset({AnomalyKind.COUNT_MISMATCH}),
+            needs=frozenset({Fault.CRASH}),
+            scope=SCOPE,
         ),
-        Variant(
+        Subject(
             "replay-from-newest-clock",
             replay_from_newest_clock,
-            frozenset({AnomalyKind.COUNT_MISMATCH}),
-            frozenset({Fault.CRASH, Fault.REORDER}),
+            Guarantee.EXACTLY_ONCE,
+            TOPOLOGY,
+            expected=frozenset({AnomalyKind.COUNT_MISMATCH}),
+            needs=frozenset({Fault.CRASH, Fault.REORDER}),
+            scope=SCOPE,
         ),
     ),
 )
-
-if __name__ == "__main__":
-    from harness.cli import main
-
-    raise SystemExit(main(["run", SCENARIO.name]))

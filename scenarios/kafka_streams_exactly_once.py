@@ -19,11 +19,8 @@ fault is not part of this scenario.
 
 from __future__ import annotations
 
-from harness.check import AnomalyKind, Guarantee
-from harness.matrix import Scenario, Variant
-from harness.sim.context import Context
-from harness.sim.topology import Topology, table_sink
-from harness.strategies.schedules import ALL_FAULTS, Fault
+from harness import AnomalyKind, Context, Fault, Guarantee, Scenario, Subject, Topology, table_sink
+from harness.faults import ALL_FAULTS
 
 __all__ = ["SCENARIO"]
 
@@ -61,31 +58,32 @@ def without_fencing(ctx: Context) -> None:
     _transactional_count(ctx, fenced=False)
 
 
+TOPOLOGY = Topology(sinks={"counts": table_sink("count")})
+SCOPE = ALL_FAULTS - {Fault.DUPLICATE}
+
 SCENARIO = Scenario(
     name="kafka-streams-exactly-once",
     title="Kafka Streams exactly-once count (transactions and fencing)",
     seed="kafka-streams-exactly-once.txt",
-    guarantee=Guarantee.EXACTLY_ONCE,
-    topology=Topology(sinks={"counts": table_sink("count")}),
-    faults=ALL_FAULTS - {Fault.DUPLICATE},
     variants=(
-        Variant("exactly-once", exactly_once),
-        Variant(
+        Subject("exactly-once", exactly_once, Guarantee.EXACTLY_ONCE, TOPOLOGY, scope=SCOPE),
+        Subject(
             "at-least-once-mode",
             at_least_once_mode,
-            frozenset({AnomalyKind.COUNT_MISMATCH}),
-            frozenset({Fault.CRASH}),
+            Guarantee.EXACTLY_ONCE,
+            TOPOLOGY,
+            expected=frozenset({AnomalyKind.COUNT_MISMATCH}),
+            needs=frozenset({Fault.CRASH}),
+            scope=SCOPE,
         ),
-        Variant(
+        Subject(
             "without-fencing",
             without_fencing,
-            frozenset({AnomalyKind.COUNT_MISMATCH}),
-            frozenset({Fault.ZOMBIE}),
+            Guarantee.EXACTLY_ONCE,
+            TOPOLOGY,
+            expected=frozenset({AnomalyKind.COUNT_MISMATCH}),
+            needs=frozenset({Fault.ZOMBIE}),
+            scope=SCOPE,
         ),
     ),
 )
-
-if __name__ == "__main__":
-    from harness.cli import main
-
-    raise SystemExit(main(["run", SCENARIO.name]))

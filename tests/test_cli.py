@@ -13,19 +13,19 @@ from typing import Any
 
 import pytest
 
+from harness.catalogue.toys import commit_before_processing, process_then_commit
 from harness.check import Guarantee
 from harness.cli import main
 from harness.faults import Crash, Produce, Run, Schedule
 from harness.history.io import write_history
 from harness.runner import Replay, run_once
 from harness.sim.topology import Topology
-from harness.toys import commit_before_processing, process_then_commit
 
 BUGGY = Schedule((Produce(0, 1), Run(3), Crash()))
 
 
 def _replay_file(tmp_path: Path, processor: object) -> Path:
-    name = f"harness.toys:{processor.__name__}"  # type: ignore[attr-defined]
+    name = f"harness.catalogue.toys:{processor.__name__}"  # type: ignore[attr-defined]
     spec = Replay(name, Guarantee.AT_LEAST_ONCE, Topology(), "memory", BUGGY)
     return spec.save(tmp_path)
 
@@ -37,7 +37,10 @@ def test_report_renders_a_replay_file_and_writes_three_files(
     out = tmp_path / "report"
     assert main(["report", str(replay_file), "--out", str(out)]) == 1
     text = capsys.readouterr().out
-    assert "INVALID: at-least-once does NOT hold for harness.toys:commit_before_processing" in text
+    assert (
+        "INVALID: at-least-once does NOT hold for harness.catalogue.toys:commit_before_processing"
+        in text
+    )
     assert "lost x1" in text
     assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json", "report.txt"]
     assert json.loads((out / "report.json").read_text())["verdict"]["status"] == "invalid"
@@ -105,7 +108,12 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 def test_unknown_topology_keys_are_errors_naming_the_key(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    processor = ["run", "harness.toys:process_then_commit", "--guarantee", "at-least-once"]
+    processor = [
+        "run",
+        "harness.catalogue.toys:process_then_commit",
+        "--guarantee",
+        "at-least-once",
+    ]
     assert main([*processor, "--topology", '{"partitons": 5}']) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --topology: unknown topology key 'partitons'; the keys are ")
@@ -199,10 +207,10 @@ def test_every_command_prints_one_versioned_envelope(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     processor = ["run", "--examples", "20", "--guarantee", "at-least-once", "--json"]
-    held = _output(capsys, [*processor, "harness.toys:process_then_commit"])
+    held = _output(capsys, [*processor, "harness.catalogue.toys:process_then_commit"])
     assert (held["command"], held["status"], held["verdict"]) == ("run", "valid", None)
     found = _output(
-        capsys, [*processor, "--faults", "crash", "harness.toys:commit_before_processing"]
+        capsys, [*processor, "--faults", "crash", "harness.catalogue.toys:commit_before_processing"]
     )
     assert (found["command"], found["status"]) == ("run", "invalid")
     assert found["verdict"]["status"] == "invalid" and found["schedule"]["steps"]
@@ -259,7 +267,7 @@ class _Terminal(io.StringIO):
 
 FIND_BUG = [
     "run",
-    "harness.toys:commit_before_processing",
+    "harness.catalogue.toys:commit_before_processing",
     "--guarantee",
     "at-least-once",
     "--faults",
@@ -277,6 +285,7 @@ def terminal(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], tu
     for name in ("CI", "NO_COLOR"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setenv("COLUMNS", "100")  # rich's width for a stream it cannot measure
 
     def use() -> tuple[Any, Any]:
         out, err = _Terminal(), _Terminal()
@@ -291,7 +300,11 @@ def test_a_terminal_gets_live_progress_and_colour(terminal: Callable[[], tuple[A
     out, err = terminal()
     assert main(FIND_BUG) == 1
     drawn = err.getvalue()
-    for said in ("explore harness.toys:commit_before_processing", "/30 schedules", "failing"):
+    for said in (
+        "explore commit_before_processing",
+        "/30 schedules",
+        "failing",
+    ):
         assert said in drawn, said
     assert "ETA" in drawn and "\x1b[2K" in drawn  # a live line, redrawn in place
     assert "\x1b[1;31mINVALID\x1b[0m under at-least-once" in out.getvalue()

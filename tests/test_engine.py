@@ -30,23 +30,24 @@ from harness import (
     run_once,
     simulate,
 )
+from harness.catalogue import Subject
+from harness.catalogue.toys import TOYS
+from harness.faults import ALL_FAULTS, Fault
 from harness.faults.schedule import Step
 from harness.history.io import write_jsonl, write_parquet
-from harness.strategies import ALL_FAULTS, Fault
-from harness.toys import TOYS, Toy
 
 BROKEN = sorted(name for name, toy in TOYS.items() if toy.expected)
 CORRECT = sorted(name for name, toy in TOYS.items() if not toy.expected)
 BACKENDS = ("memory", "leveldb")
 
 
-def found(toy: Toy, tmp_path: Path, **options: object) -> CounterexampleFound:
+def found(toy: Subject, tmp_path: Path, **options: object) -> CounterexampleFound:
     with pytest.raises(CounterexampleFound) as caught:
         explore(
             toy.processor,
             guarantee=toy.guarantee,
             topology=toy.topology,
-            faults=toy.faults,
+            faults=toy.needs,
             max_examples=1000,
             failures_dir=tmp_path,
             **options,  # type: ignore[arg-type]
@@ -96,7 +97,7 @@ def test_a_correct_toy_passes_a_search(name: str, backend: str) -> None:
         toy.processor,
         guarantee=toy.guarantee,
         topology=toy.topology,
-        faults=toy.faults,
+        faults=toy.scope,
         backend=backend,  # type: ignore[arg-type]
         max_examples=150 if backend == "memory" else 20,
         failures_dir=None,
@@ -109,7 +110,7 @@ def test_every_anomaly_and_every_fault_catches_some_broken_toy() -> None:
     # aborted-read needs transactions, which the simulator does not model yet; the checker's
     # rule is shown on hand-written histories in test_check.py
     assert caught_by == set(AnomalyKind) - {AnomalyKind.ABORTED_READ}
-    needed = set().union(*(TOYS[name].faults for name in BROKEN))
+    needed = set().union(*(TOYS[name].needs for name in BROKEN))
     # a restart and a producer crash break nothing on their own: correct toys are explored
     # under them (ALL_FAULTS) and must stay valid
     assert needed == set(ALL_FAULTS) - {Fault.RESTART, Fault.PRODUCER_CRASH}
@@ -146,7 +147,7 @@ def test_the_report_names_verdict_schedule_seed_and_replay_command(tmp_path: Pat
     failure = found(TOYS["commit_before_processing"], tmp_path).failure
     report = failure.report().splitlines()
     assert report[0] == (
-        "at-least-once does NOT hold for harness.toys:commit_before_processing "
+        "at-least-once does NOT hold for harness.catalogue.toys:commit_before_processing "
         "(memory backend): INVALID"
     )
     assert report[1] == "INVALID under at-least-once"
@@ -168,7 +169,7 @@ def test_the_printed_replay_command_reproduces_the_failure(tmp_path: Path) -> No
         [sys.executable, *command[1:]], capture_output=True, text=True, check=False
     )
     assert result.returncode == 1, result.stderr
-    assert "exactly-once for harness.toys:two_step_counter (memory backend): INVALID" in (
+    assert "exactly-once for harness.catalogue.toys:two_step_counter (memory backend): INVALID" in (
         result.stdout
     )
     assert "count-mismatch" in result.stdout
@@ -240,7 +241,7 @@ def test_guarantees_are_values_of_one_enum() -> None:
 def test_without_a_failures_dir_the_replay_command_carries_the_schedule(tmp_path: Path) -> None:
     toy = TOYS["commit_before_processing"]
     with pytest.raises(CounterexampleFound) as caught:
-        explore(toy.processor, guarantee=toy.guarantee, faults=toy.faults, failures_dir=None)
+        explore(toy.processor, guarantee=toy.guarantee, faults=toy.needs, failures_dir=None)
     failure = caught.value.failure
     assert failure.replay_file is None
     command = shlex.split(failure.replay_command)

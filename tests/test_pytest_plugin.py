@@ -17,8 +17,8 @@ from typing import Final
 
 import pytest
 
-from harness.profiles import PROFILES
 from harness.pytest_plugin import MARKER_SIGNATURE, REPLAY_OPTION
+from harness.search.profiles import PROFILES
 
 pytest_plugins = ["pytester"]
 
@@ -36,8 +36,8 @@ FIX = """\
 """
 
 PROCESSORS = """
-    from harness.toys import marker_in_output as writes_markers  # fails at once: 'unexpected'
-    from harness.toys import process_then_commit as correct
+    from harness.catalogue.toys import marker_in_output as writes_markers  # fails: 'unexpected'
+    from harness.catalogue.toys import process_then_commit as correct
 """
 
 
@@ -432,8 +432,8 @@ def test_replay_skips_the_tests_of_other_processors(pytester: pytest.Pytester) -
     result.assert_outcomes(failed=1, skipped=1)
     result.stdout.fnmatch_lines(
         [
-            "SKIPPED * --harness-replay * replays harness.toys:marker_in_output, not "
-            "harness.toys:process_then_commit"
+            "SKIPPED * --harness-replay * replays harness.catalogue.toys:marker_in_output, not "
+            "harness.catalogue.toys:process_then_commit"
         ]
     )
 
@@ -483,8 +483,10 @@ def test_report_dir_gets_the_verdict_and_the_replay_file_per_failing_test(
         assert report["replay_file"] == str(replay_file)
         replay = json.loads(replay_file.read_text(encoding="utf-8"))
         assert replay == report["replay"]
-        assert replay["processor"] == "harness.toys:marker_in_output"
-        assert report["report"].startswith("at-least-once does NOT hold for harness.toys:")
+        assert replay["processor"] == "harness.catalogue.toys:marker_in_output"
+        assert report["report"].startswith(
+            "at-least-once does NOT hold for harness.catalogue.toys:"
+        )
 
 
 # -- xdist ----------------------------------------------------------------------------------
@@ -526,7 +528,7 @@ def test_the_hypothesis_profiles_keep_a_database_per_worker(pytester: pytest.Pyt
     pytester.makepyfile(
         """
         from hypothesis import given, settings, strategies as st
-        from harness.profiles import PROFILES
+        from harness.search.profiles import PROFILES
 
         def test_profile_loaded():
             current = settings.default
@@ -555,7 +557,7 @@ def test_the_ci_hypothesis_profile_is_deterministic_without_a_database(
     pytester.makepyfile(
         """
         from hypothesis import HealthCheck, settings
-        from harness.profiles import PROFILES
+        from harness.search.profiles import PROFILES
 
         def test_profile_loaded():
             current = settings.default

@@ -17,6 +17,7 @@ import pytest
 
 import harness.report
 from harness import CounterexampleFound, explore
+from harness.catalogue.toys import TOYS
 from harness.check import Anomaly, AnomalyKind, Guarantee, Status, Verdict, Witness, check
 from harness.errors import ConfigError
 from harness.faults import Schedule
@@ -31,7 +32,6 @@ from harness.report import (
     write_report,
 )
 from harness.runner import Failure
-from harness.toys import TOYS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,7 +51,7 @@ def _explore(name: str) -> Failure:
             toy.processor,
             guarantee=toy.guarantee,
             topology=toy.topology,
-            faults=toy.faults,
+            faults=toy.needs,
             failures_dir=None,
         )
     return found.value.failure
@@ -188,9 +188,9 @@ def test_text_report_of_a_real_failure_shows_verdict_witness_events_schedule_and
         replay_command="python -m harness replay failure.json",
     )
     lines = text.splitlines()
-    assert lines[0] == "harness report: harness.toys:commit_before_processing"
+    assert lines[0] == "harness report: harness.catalogue.toys:commit_before_processing"
     assert lines[1] == (
-        "INVALID: at-least-once does NOT hold for harness.toys:commit_before_processing "
+        "INVALID: at-least-once does NOT hold for harness.catalogue.toys:commit_before_processing "
         "(memory backend)"
     )
     start = lines.index("anomalies (2 kinds, 2 occurrences):")
@@ -360,7 +360,7 @@ def test_json_report_round_trips_the_verdict_and_schedule(lost: Failure) -> None
     assert report["harness_report"] == REPORT_VERSION == 1
     assert Verdict.from_json(report["verdict"]) == lost.verdict
     assert Schedule.from_json(report["schedule"]) == lost.schedule
-    assert report["processor"] == "harness.toys:commit_before_processing"
+    assert report["processor"] == "harness.catalogue.toys:commit_before_processing"
     assert report["guarantee"] == "at-least-once"
     assert report["backend"] == "memory"
     assert report["seed"] == lost.seed

@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 
 from harness import CounterexampleFound, explore
+from harness.catalogue.toys import TOYS
 from harness.check import Verdict, check
 from harness.history.events import History
 from harness.report import render_html
 from harness.runner import Failure
-from harness.toys import TOYS
 
 CHROMIUM = Path("/usr/bin/chromium")
 WIDTH, HEIGHT = 1400, 900
@@ -56,7 +56,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, History, Verdi
     keys, partition and title, rendered to a file."""
     toy = TOYS["commit_before_processing"]
     with pytest.raises(CounterexampleFound) as found:
-        explore(toy.processor, guarantee=toy.guarantee, faults=toy.faults, failures_dir=None)
+        explore(toy.processor, guarantee=toy.guarantee, faults=toy.needs, failures_dir=None)
     failure: Failure = found.value.failure
     events = []
     for event in failure.history.events:

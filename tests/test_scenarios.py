@@ -12,6 +12,7 @@ the scenario's correct variants pass that very schedule. ``python -m harness run
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import subprocess
 import sys
@@ -19,13 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.catalogue import Scenario, Subject
+from harness.catalogue.matrix import render_table, run_variant
+from harness.catalogue.seeds import SCENARIOS
 from harness.check import Status
 from harness.errors import ConfigError
-from harness.matrix import Scenario, Variant, render_table, run_variant
-from harness.profiles import PROFILES
+from harness.faults import Fault
 from harness.runner import CounterexampleFound, explore, run_once
-from harness.strategies.schedules import Fault
-from scenarios import SCENARIOS
+from harness.search.profiles import PROFILES
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = Path("/work/shared/seeds")
@@ -76,7 +78,7 @@ def test_correct_variant_passes_on_leveldb(scenario: str, variant: str) -> None:
         guarantee=s.guarantee,
         topology=s.topology,
         backend="leveldb",
-        faults=s.faults,
+        faults=s.variant(variant).scope,
         max_examples=LEVELDB_EXAMPLES,
         failures_dir=None,
     )
@@ -94,7 +96,7 @@ def test_buggy_variant_is_caught_on_memory_and_leveldb(scenario: str, variant: s
             v.processor,
             guarantee=s.guarantee,
             topology=s.topology,
-            faults=v.faults or s.faults,
+            faults=v.needs,
             max_examples=PROFILES["ci"].max_examples,
             max_steps=PROFILES["ci"].max_steps,
             failures_dir=None,
@@ -121,8 +123,8 @@ def test_a_buggy_variant_that_is_not_caught_is_reported_not_ok() -> None:
     s = SCENARIOS["alpakka-batches"]
     v = s.variant("commit-formed-batch")
     # without crashes the bug cannot show: the matrix must say so rather than pass
-    blind = Variant(v.name, v.processor, v.expected, frozenset({Fault.TICK}))
-    result = run_variant(s, blind, budget="dev", seeds=1)
+    blind = dataclasses.replace(v, needs=frozenset({Fault.TICK}))
+    result = run_variant(s, blind, budget="dev", seeds=1, narrowed=True)
     assert result.statuses == (Status.VALID,)
     assert not result.ok
     assert "NO" in render_table([result]).splitlines()[-1]
@@ -131,7 +133,7 @@ def test_a_buggy_variant_that_is_not_caught_is_reported_not_ok() -> None:
 def test_a_correct_variant_that_fails_is_reported_not_ok() -> None:
     s = SCENARIOS["alpakka-batches"]
     buggy = s.variant("commit-formed-batch")
-    mislabelled = Variant("claims-correct", buggy.processor, faults=buggy.faults)
+    mislabelled = Subject("claims-correct", buggy.processor, buggy.guarantee)
     result = run_variant(s, mislabelled, budget="dev", seeds=1)
     assert result.statuses == (Status.INVALID,)
     assert not result.ok
@@ -140,7 +142,7 @@ def test_a_correct_variant_that_fails_is_reported_not_ok() -> None:
 def test_scenario_rejects_bad_definitions() -> None:
     v = SCENARIOS["alpakka-batches"].variants[0]
     with pytest.raises(ConfigError, match="duplicate variant names"):
-        Scenario("x", "x", "seed.txt", SCENARIOS["alpakka-batches"].guarantee, (v, v))
+        Scenario("x", "x", "seed.txt", (v, v))
     with pytest.raises(ConfigError, match="has no variant 'nope'"):
         SCENARIOS["alpakka-batches"].variant("nope")
 
@@ -244,14 +246,32 @@ def test_run_command_explores_a_user_processor(tmp_path: Path) -> None:
     assert "replay: python -m harness replay .harness/failures/commit_first-" in found.stdout
 
 
-def test_scenario_modules_are_runnable() -> None:
+def test_scenario_modules_use_only_the_public_api_and_have_no_main_guard() -> None:
+    public = {"harness", "harness.sim", "harness.faults", "harness.catalogue"}
     for path in sorted((ROOT / "scenarios").glob("*.py")):
-        if path.name == "__init__.py":
-            continue
         tree = ast.parse(path.read_text())
         guards = [
             node
             for node in tree.body
             if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
         ]
-        assert guards, f"{path.name} has no __main__ guard"
+        assert guards == [], f"{path.name} has a __main__ guard"
+        imported = {
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+        } | {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        }
+        internal = {m for m in imported if m.split(".")[0] == "harness" and m not in public}
+        assert internal == set(), f"{path.name} imports {sorted(internal)}"
+
+
+def test_scenarios_import_under_the_harness_namespace() -> None:
+    import harness.scenarios.alpakka_batches as module
+
+    assert module.SCENARIO is SCENARIOS["alpakka-batches"]
+    assert Path(module.__file__ or "").parent == ROOT / "scenarios"

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
+from harness.catalogue.toys import COUNTS, atomic_counter, process_then_commit, two_step_counter
 from harness.check import Guarantee, Status, check, validate
 from harness.errors import ConfigError
 from harness.faults import (
@@ -33,7 +34,6 @@ from harness.history import EventKind, History
 from harness.log.dlsn import DLSN
 from harness.sim import Backend, Context, Delivery, Processor, Topology, simulate
 from harness.strategies import schedules
-from harness.toys import COUNTS, atomic_counter, process_then_commit, two_step_counter
 
 P = "in-0"
 NO_DRAIN = "incomplete: the schedule has no drain"

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Final
 from harness.errors import ConfigError
 
 if TYPE_CHECKING:
+    from harness.catalogue.subject import Scenario
     from harness.check import Status, Verdict
-    from harness.matrix import Scenario
 
 __all__ = [
     "EXIT_INVALID",
@@ -51,7 +51,7 @@ def parse_faults(text: str | None) -> list[str] | None:
 def load_scenarios() -> dict[str, Scenario]:
     """The shipped scenarios by name."""
     try:
-        from scenarios import SCENARIOS
+        from harness.catalogue.seeds import SCENARIOS
     except ImportError as exc:  # pragma: no cover - an install without the scenarios package
         raise ConfigError(f"the scenarios package cannot be imported ({exc})") from None
     return dict(SCENARIOS)

@@ -26,8 +26,9 @@ from harness.cli._common import (
 from harness.errors import ConfigError
 
 if TYPE_CHECKING:
-    from harness.matrix import Scenario, VariantResult
-    from harness.profiles import Profile
+    from harness.catalogue.matrix import VariantResult
+    from harness.catalogue.subject import Scenario
+    from harness.search.profiles import Profile
     from harness.sim.world import Backend
 
 __all__ = ["DESCRIPTION", "add_arguments", "main"]
@@ -120,7 +121,7 @@ def _scenarios(args: argparse.Namespace) -> list[Scenario] | None:
 
 def main(args: argparse.Namespace) -> int:
     """Run the matrix or the user's processor; returns the exit code."""
-    from harness.profiles import profile
+    from harness.search.profiles import profile
 
     budget = profile(args.profile)
     if args.examples is not None:
@@ -135,7 +136,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _run_matrix(args: argparse.Namespace, budget: Profile, scenarios: list[Scenario]) -> int:
     from harness._progress import watching
-    from harness.matrix import render_table, run_matrix
+    from harness.catalogue.matrix import render_table, run_matrix
     from harness.report.live import LiveProgress, emit
 
     backends: tuple[Any, ...] = ("memory", "leveldb") if args.backend == "both" else (args.backend,)
@@ -226,7 +227,8 @@ def _run_processor(args: argparse.Namespace, max_examples: int, max_steps: int) 
         except ConfigError as exc:
             raise ConfigError(f"--topology: {exc}") from None
     backend: Backend = "leveldb" if args.backend == "leveldb" else "memory"
-    live = LiveProgress(f"explore {args.targets[0]}", max_examples, json_output=args.json)
+    name = args.targets[0].rpartition(":")[2]  # the function: the line stays short
+    live = LiveProgress(f"explore {name}", max_examples, json_output=args.json)
     try:
         with live, watching(live.tick):
             result = explore(

@@ -1,5 +1,6 @@
-"""The fault model: schedules as plain data."""
+"""The fault model: schedules as plain data, and the fault kinds a search injects."""
 
+from harness.faults.kinds import ALL_FAULTS, Fault, fault_set
 from harness.faults.schedule import (
     SCHEDULE_VERSION,
     STEP_TYPES,
@@ -19,10 +20,12 @@ from harness.faults.schedule import (
 )
 
 __all__ = [
+    "ALL_FAULTS",
     "SCHEDULE_VERSION",
     "STEP_TYPES",
     "Crash",
     "Duplicate",
+    "Fault",
     "LoseAck",
     "Produce",
     "Reorder",
@@ -34,4 +37,5 @@ __all__ = [
     "Takeover",
     "Tick",
     "Truncate",
+    "fault_set",
 ]

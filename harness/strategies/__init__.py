@@ -1,4 +1,5 @@
-"""Hypothesis strategies for schedules."""
+"""Hypothesis strategies for schedules (``Fault`` and ``ALL_FAULTS`` are re-exported from
+:mod:`harness.faults`, where the fault vocabulary lives)."""
 
 from harness.strategies.schedules import ALL_FAULTS, Fault, schedules, steps
 

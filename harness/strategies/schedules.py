@@ -8,12 +8,12 @@ form (a process crash, not a machine crash; ``keep=0``; one call).
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable
 
 from hypothesis import strategies as st
 
 from harness.errors import ConfigError
+from harness.faults.kinds import ALL_FAULTS, Fault, fault_set
 from harness.faults.schedule import (
     Crash,
     Duplicate,
@@ -34,38 +34,6 @@ from harness.sim.topology import Topology
 __all__ = ["ALL_FAULTS", "Fault", "schedules", "steps"]
 
 
-class Fault(str, enum.Enum):
-    """The faults a strategy may draw (``Run`` and ``Produce`` are always drawn)."""
-
-    CRASH = "crash"
-    MACHINE_CRASH = "machine-crash"
-    RESTART = "restart"
-    PRODUCER_CRASH = "producer-crash"
-    DUPLICATE = "duplicate"
-    LOSE_ACK = "lose-ack"
-    REORDER = "reorder"
-    TICK = "tick"
-    ZOMBIE = "zombie"
-    TRUNCATE = "truncate"
-
-
-ALL_FAULTS: frozenset[Fault] = frozenset(Fault)
-
-
-def _faults(faults: Iterable[Fault | str] | None) -> frozenset[Fault]:
-    if faults is None:
-        return ALL_FAULTS
-    chosen = set()
-    for fault in faults:
-        try:
-            chosen.add(Fault(fault))
-        except ValueError:
-            raise ConfigError(
-                f"unknown fault {fault!r}; choose from {sorted(f.value for f in Fault)}"
-            ) from None
-    return frozenset(chosen)
-
-
 def steps(
     topology: Topology | None = None,
     faults: Iterable[Fault | str] | None = None,
@@ -75,7 +43,7 @@ def steps(
 ) -> st.SearchStrategy[Step]:
     """One schedule step, drawn among ``Run``, ``Produce`` and the enabled ``faults``."""
     topology = topology or Topology()
-    enabled = _faults(faults)
+    enabled = fault_set(faults)
     partition = st.integers(0, topology.partitions - 1)
     run = st.builds(Run, calls=st.integers(1, max_calls))
     produce = st.builds(

@@ -2,23 +2,24 @@
 
 They are the engine's own test subjects (every checker and every fault is shown to catch one
 of the broken ones and to pass its correct twin), the benchmark's workload and examples of
-how a processor is written. ``TOYS`` lists them with the guarantee each one claims, the
-topology it needs and, for the broken ones, the anomaly the checker must report.
+how a processor is written. ``TOYS`` lists them as catalogue :class:`Subject` s: the guarantee
+each one claims, the topology it needs and, for the broken ones, the anomaly the checker must
+report, the faults the bug is known to need and the correct twin.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 
+from harness.catalogue.subject import Subject
 from harness.check import AnomalyKind, Guarantee
+from harness.faults.kinds import ALL_FAULTS, Fault
 from harness.sim.context import Context
 from harness.sim.records import Delivery
 from harness.sim.simulator import Processor
 from harness.sim.topology import Topology, log_sink, table_sink
-from harness.strategies.schedules import ALL_FAULTS, Fault
 
-__all__ = ["TOYS", "Toy"]
+__all__ = ["COUNTS", "COUNTS_SYNCED", "ORDERED", "TOYS"]
 
 P = "in-0"
 COUNTS = Topology(sinks={"counts": table_sink("count")})
@@ -280,134 +281,137 @@ def unsynced_offsets_transformer(ctx: Context) -> None:
         ctx.offsets.put(P, record.next)
 
 
-@dataclass(frozen=True, slots=True)
-class Toy:
-    """A toy processor, the guarantee it claims and what the harness must find."""
-
-    processor: Processor
-    guarantee: Guarantee
-    topology: Topology = field(default_factory=Topology)
-    expected: frozenset[AnomalyKind] = frozenset()
-    """The anomaly kinds its bug shows as; at least one of them must be reported (which ones
-    depends on the schedule found). Empty for a correct toy."""
-    faults: frozenset[Fault] = ALL_FAULTS
-    """The faults it is explored under (a broken toy: the faults its bug needs)."""
-    twin: str | None = None
-    """For a broken toy: its correct twin's name."""
-
-    @property
-    def name(self) -> str:
-        return self.processor.__name__
-
-
 _A = AnomalyKind
 _ALO, _EO = Guarantee.AT_LEAST_ONCE, Guarantee.EXACTLY_ONCE
 _NO_ZOMBIE = ALL_FAULTS - {Fault.ZOMBIE}
 
-TOYS: Mapping[str, Toy] = {
+
+def _toy(
+    processor: Processor,
+    guarantee: Guarantee,
+    topology: Topology | None = None,
+    *,
+    expected: Iterable[AnomalyKind] = (),
+    needs: Iterable[Fault] = (),
+    scope: frozenset[Fault] = ALL_FAULTS,
+    twin: Processor | None = None,
+) -> Subject:
+    return Subject(
+        processor.__name__,
+        processor,
+        guarantee,
+        topology or Topology(),
+        expected=frozenset(expected),
+        needs=frozenset(needs),
+        scope=scope,
+        twin=None if twin is None else twin.__name__,
+    )
+
+
+TOYS: Mapping[str, Subject] = {
     toy.name: toy
     for toy in (
-        Toy(process_then_commit, _ALO),
-        Toy(
+        _toy(process_then_commit, _ALO),
+        _toy(
             commit_before_processing,
             _ALO,
-            expected=frozenset({_A.LOST, _A.OFFSET_AHEAD}),
-            faults=frozenset({Fault.CRASH}),
-            twin="process_then_commit",
+            expected={_A.LOST, _A.OFFSET_AHEAD},
+            needs={Fault.CRASH},
+            twin=process_then_commit,
         ),
-        Toy(timer_commits_processed, _ALO),
-        Toy(
+        _toy(timer_commits_processed, _ALO),
+        _toy(
             timer_commits_read,
             _ALO,
-            expected=frozenset({_A.LOST}),
-            faults=frozenset({Fault.CRASH, Fault.TICK}),
-            twin="timer_commits_processed",
+            expected={_A.LOST},
+            needs={Fault.CRASH, Fault.TICK},
+            twin=timer_commits_processed,
         ),
-        Toy(async_ordered, _ALO),
-        Toy(
+        _toy(async_ordered, _ALO),
+        _toy(
             async_unordered_highest,
             _ALO,
-            expected=frozenset({_A.LOST}),
-            faults=frozenset({Fault.CRASH, Fault.REORDER}),
-            twin="async_ordered",
+            expected={_A.LOST},
+            needs={Fault.CRASH, Fault.REORDER},
+            twin=async_ordered,
         ),
-        Toy(async_ordered_emitter, _ALO, ORDERED),
-        Toy(
+        _toy(async_ordered_emitter, _ALO, ORDERED),
+        _toy(
             async_unordered_emitter,
             _ALO,
             ORDERED,
-            expected=frozenset({_A.NONMONOTONIC}),
-            faults=frozenset({Fault.REORDER}),
-            twin="async_ordered_emitter",
+            expected={_A.NONMONOTONIC},
+            needs={Fault.REORDER},
+            twin=async_ordered_emitter,
         ),
-        Toy(
+        _toy(
             off_by_one_resume,
             _ALO,
-            expected=frozenset({_A.SKIP, _A.LOST}),
-            faults=frozenset({Fault.CRASH}),
-            twin="process_then_commit",
+            expected={_A.SKIP, _A.LOST},
+            needs={Fault.CRASH},
+            twin=process_then_commit,
         ),
-        Toy(
+        _toy(
             rewind_on_restart,
             _EO,
-            expected=frozenset({_A.OFFSET_REGRESSION, _A.DUPLICATE}),
-            faults=frozenset({Fault.CRASH}),
-            twin="dedup_transformer",
+            expected={_A.OFFSET_REGRESSION, _A.DUPLICATE},
+            needs={Fault.CRASH},
+            twin=dedup_transformer,
         ),
-        Toy(
+        _toy(
             marker_in_output,
             _ALO,
-            expected=frozenset({_A.UNEXPECTED}),
-            faults=frozenset(),
-            twin="process_then_commit",
+            expected={_A.UNEXPECTED},
+            twin=process_then_commit,
         ),
-        Toy(
+        _toy(
             rebuild_from_start,
             _EO,
             COUNTS_SYNCED,
-            expected=frozenset({_A.COUNT_MISMATCH}),
-            faults=frozenset({Fault.CRASH, Fault.TRUNCATE}),
-            twin="fenced_counter",
+            expected={_A.COUNT_MISMATCH},
+            needs={Fault.CRASH, Fault.TRUNCATE},
+            twin=fenced_counter,
         ),
-        Toy(dedup_transformer, _EO),
-        Toy(
+        _toy(dedup_transformer, _EO),
+        _toy(
             no_dedup_transformer,
             _EO,
-            expected=frozenset({_A.DUPLICATE}),
-            faults=frozenset({Fault.DUPLICATE}),
-            twin="dedup_transformer",
+            expected={_A.DUPLICATE},
+            needs={Fault.DUPLICATE},
+            twin=dedup_transformer,
         ),
-        Toy(
+        _toy(
             retrying_transformer,
             _EO,
-            expected=frozenset({_A.DUPLICATE}),
-            faults=frozenset({Fault.LOSE_ACK}),
-            twin="dedup_transformer",
+            expected={_A.DUPLICATE},
+            needs={Fault.LOSE_ACK},
+            twin=dedup_transformer,
         ),
-        Toy(
+        _toy(
             unsynced_offsets_transformer,
             _EO,
-            expected=frozenset({_A.DUPLICATE}),
-            faults=frozenset({Fault.MACHINE_CRASH}),
-            twin="dedup_transformer",
+            expected={_A.DUPLICATE},
+            needs={Fault.MACHINE_CRASH},
+            twin=dedup_transformer,
         ),
-        Toy(fenced_counter, _EO, COUNTS),
-        Toy(atomic_counter, _EO, COUNTS, faults=_NO_ZOMBIE),
-        Toy(
+        _toy(fenced_counter, _EO, COUNTS),
+        _toy(atomic_counter, _EO, COUNTS, scope=_NO_ZOMBIE),
+        _toy(
             two_step_counter,
             _EO,
             COUNTS,
-            expected=frozenset({_A.COUNT_MISMATCH}),
-            faults=frozenset({Fault.CRASH}),
-            twin="atomic_counter",
+            expected={_A.COUNT_MISMATCH},
+            needs={Fault.CRASH},
+            twin=atomic_counter,
         ),
-        Toy(
+        _toy(
             unfenced_counter,
             _EO,
             COUNTS,
-            expected=frozenset({_A.COUNT_MISMATCH}),
-            faults=frozenset({Fault.ZOMBIE}),
-            twin="fenced_counter",
+            expected={_A.COUNT_MISMATCH},
+            needs={Fault.ZOMBIE},
+            twin=fenced_counter,
         ),
     )
 }
+"""Every toy by name: correct ones, and broken twins with the anomaly their bug shows."""

@@ -1,12 +1,14 @@
-"""The mutation matrix: scenarios, their correct and buggy variants, and how well the harness
-tells them apart.
+"""The mutation matrix: how well the harness tells the catalogue's correct and buggy subjects
+apart.
 
-A :class:`Scenario` is one situation from the seed documents (``scenarios/``): the guarantee it
-claims, the world it runs in, and :class:`Variant`\\ s, each a processor that is either correct
-(it must pass every schedule of the profile) or carries a named bug (the harness must find a
-schedule that breaks it, with one of the expected anomaly kinds). :func:`run_matrix` explores
-every variant on every backend asked for and returns one :class:`VariantResult` per cell;
-:func:`render_table` prints them as the table ``python -m harness run --all`` shows.
+A :class:`~harness.catalogue.subject.Scenario` (``harness.scenarios``) groups catalogue
+subjects: each either correct (it must pass every schedule of the profile) or carrying a named
+bug (the harness must find a schedule that breaks it, with one of the expected anomaly kinds).
+:func:`run_matrix` explores every variant on every backend asked for, with the default faults
+(the variant's ``scope``: the search is not told what the bug needs), and returns one
+:class:`VariantResult` per cell; :func:`render_table` prints them as the table ``python -m
+harness run --all`` shows. ``narrowed=True`` explores a buggy variant under only the faults it
+``needs``: the secondary figure, how fast a search told the answer finds it.
 """
 
 from __future__ import annotations
@@ -14,80 +16,23 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
+from harness.catalogue.subject import Scenario, Subject
 from harness.check import AnomalyKind, Guarantee, Status
 from harness.errors import ConfigError
-from harness.profiles import Profile, profile
 from harness.runner import CounterexampleFound, default_seed, explore
-from harness.sim.simulator import Processor, processor_path
-from harness.sim.topology import Topology
+from harness.search.profiles import Profile, profile
+from harness.sim.simulator import processor_path
 from harness.sim.world import BACKENDS, Backend
-from harness.strategies.schedules import ALL_FAULTS, Fault
 
 __all__ = [
-    "Scenario",
-    "Variant",
     "VariantResult",
     "render_table",
     "run_matrix",
     "run_variant",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Variant:
-    """One processor of a scenario: correct, or carrying one named bug."""
-
-    name: str
-    processor: Processor
-    expected: frozenset[AnomalyKind] = frozenset()
-    """For a buggy variant, the anomaly kinds its bug shows as (at least one must be found);
-    empty for a correct variant."""
-    faults: frozenset[Fault] | None = None
-    """The faults it is explored under; None: the scenario's."""
-
-    @property
-    def correct(self) -> bool:
-        return not self.expected
-
-    @property
-    def story(self) -> str:
-        """The first paragraph of the processor's docstring."""
-        doc = (self.processor.__doc__ or "").strip()
-        return " ".join(doc.split("\n\n")[0].split())
-
-
-@dataclass(frozen=True, slots=True)
-class Scenario:
-    """A situation from a seed document, with the guarantee it claims and its variants."""
-
-    name: str
-    title: str
-    seed: str
-    """The seed document it comes from (a file name in ``shared/seeds``)."""
-    guarantee: Guarantee
-    variants: tuple[Variant, ...]
-    topology: Topology = field(default_factory=Topology)
-    faults: frozenset[Fault] = ALL_FAULTS
-    """The faults its variants are explored under unless a variant names its own."""
-
-    def __post_init__(self) -> None:
-        if not self.variants:
-            raise ConfigError(f"scenario {self.name!r} has no variants")
-        names = [v.name for v in self.variants]
-        if len(set(names)) != len(names):
-            raise ConfigError(f"scenario {self.name!r} has duplicate variant names: {names}")
-
-    def variant(self, name: str) -> Variant:
-        for variant in self.variants:
-            if variant.name == name:
-                return variant
-        raise ConfigError(
-            f"scenario {self.name!r} has no variant {name!r}; its variants are "
-            f"{', '.join(v.name for v in self.variants)}"
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,23 +100,27 @@ SEED_STRIDE: Final = 7919
 
 def run_variant(
     scenario: Scenario,
-    variant: Variant,
+    variant: Subject,
     *,
     backend: Backend = "memory",
     budget: Profile | str | None = None,
     seeds: int | None = None,
     base_seed: int | None = None,
     failures_dir: str | None = None,
+    narrowed: bool = False,
 ) -> VariantResult:
     """Explore one variant on one backend with ``seeds`` different seeds (default: the
-    profile's); every search of a buggy variant should fail, every one of a correct one pass."""
+    profile's); every search of a buggy variant should fail, every one of a correct one pass.
+
+    The search uses the variant's ``scope`` (default faults), or with ``narrowed`` a buggy
+    variant's ``needs``."""
     budget = profile(budget)
     if backend not in BACKENDS:
         raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
     count = budget.detect_seeds if seeds is None else seeds
     if type(count) is not int or count < 1:
         raise ConfigError(f"seeds must be an int >= 1, got {count!r}")
-    faults = scenario.faults if variant.faults is None else variant.faults
+    faults = variant.needs if narrowed and not variant.correct else variant.scope
     statuses: list[Status] = []
     found: set[AnomalyKind] = set()
     detect: list[float] = []
