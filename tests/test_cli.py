@@ -352,3 +352,41 @@ def test_the_matrix_shows_its_cells_live(terminal: Callable[[], tuple[Any, Any]]
     assert "matrix" in drawn and "/1 cells" in drawn and "schedules" in drawn
     assert "[1/1] dlog-reader-offsets reader-with-offsets (memory): ok" in drawn
     assert "1/1 correct passed" in out.getvalue()
+
+
+def test_the_matrix_table_fits_100_columns() -> None:
+    from harness.catalogue.matrix import VariantResult, render_table
+    from harness.catalogue.seeds import SCENARIOS
+    from harness.check import Status
+
+    results = [  # every scenario variant on the wider backend name, with its widest figures
+        VariantResult(
+            scenario=s.name,
+            variant=v.name,
+            backend="leveldb",
+            correct=v.correct,
+            guarantee=s.guarantee,
+            expected=v.expected,
+            statuses=(Status.VALID,) if v.correct else (Status.INVALID, Status.UNKNOWN),
+            found=v.expected,
+            detect_seconds=() if v.correct else (123.456,),
+            shrunk_steps=() if v.correct else (30,),
+            examples=1000,
+            seconds=999.0,
+        )
+        for s in SCENARIOS.values()
+        for v in s.variants
+    ]
+    table = render_table(results).splitlines()
+    assert max(len(line) for line in table) <= 100, max(table, key=len)
+    assert table[0].split() == [
+        "variant",
+        "backend",
+        "expected",
+        "found",
+        "detect",
+        "s",
+        "steps",
+        "ok",
+    ]
+    assert f"{results[0].scenario} ({results[0].guarantee.value})" in table

@@ -179,23 +179,17 @@ def test_run_command_prints_the_matrix_and_exit_codes(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].split() == [
-        "scenario",
         "variant",
         "backend",
         "expected",
-        "verdict",
-        "anomaly",
         "found",
-        "median",
         "detect",
         "s",
-        "shrunk",
         "steps",
         "ok",
     ]
-    assert any(
-        line.split()[:3] == ["alpakka-batches", "commit-formed-batch", "memory"] for line in lines
-    )
+    assert "alpakka-batches (at-least-once)" in lines
+    assert any(line.split()[:2] == ["commit-formed-batch", "memory"] for line in lines)
     assert lines[-1] == "2/2 buggy variants caught, 1/1 correct passed"
     assert "[3/3] kafka-streams-exactly-once without-fencing (memory): ok" in proc.stderr
     assert md.read_text().startswith("| scenario | variant |")

@@ -235,16 +235,44 @@ def _row(result: VariantResult) -> tuple[str, ...]:
 
 
 def render_table(results: Sequence[VariantResult], *, markdown: bool = False) -> str:
-    """The matrix as an aligned text table (or a Markdown table)."""
+    """The matrix as an aligned text table that fits 100 columns, a line per scenario above
+    its variants (or a Markdown table with a column per figure)."""
     rows = [_HEADER, *(_row(r) for r in results)]
     if markdown:
         lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
         lines += ["| " + " | ".join(row) + " |" for row in rows[1:]]
         return "\n".join(lines)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
-    lines = [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
+    return _text_table(results, rows[1:])
+
+
+_TEXT_HEADER: Final = ("variant", "backend", "expected", "found", "detect s", "steps", "ok")
+
+
+def _text_table(results: Sequence[VariantResult], rows: Sequence[tuple[str, ...]]) -> str:
+    """Scenario lines, and under each its variants: expected and found anomalies (or the
+    verdict when none was found), the median seconds to detect, the shrunk steps, ok."""
+    cells = [
+        (
+            "  " + variant,
+            backend,
+            expected.removeprefix("INVALID: "),
+            found if found != "-" else verdict,
+            detect,
+            steps,
+            ok,
+        )
+        for (_, variant, backend, expected, verdict, found, detect, steps, ok) in rows
     ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    widths = [max(len(row[i]) for row in [_TEXT_HEADER, *cells]) for i in range(7)]
+
+    def line(row: Sequence[str]) -> str:
+        return "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+
+    lines = [line(_TEXT_HEADER), line(["-" * w for w in widths])]
+    scenario = None
+    for result, row in zip(results, cells, strict=True):
+        if result.scenario != scenario:
+            scenario = result.scenario
+            lines.append(f"{scenario} ({result.guarantee.value})")
+        lines.append(line(row))
     return "\n".join(lines)
