@@ -32,6 +32,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
@@ -42,6 +43,7 @@ from harness.errors import ConfigError, HarnessError
 from harness.search.profiles import DEFAULT_PROFILE, PROFILES, Profile
 
 if TYPE_CHECKING:
+    from harness._progress import Tick
     from harness.check import Guarantee
     from harness.faults.schedule import Schedule
     from harness.log.namespace import Namespace
@@ -560,8 +562,10 @@ class Explorer:
         run: _Run,
         invocation_dir: Path,
         user_properties: list[tuple[str, object]],
+        config: pytest.Config | None = None,
     ) -> None:
         self.settings = settings
+        self._config = config
         self._nodeid = nodeid
         self._selector = selector
         self._run = run
@@ -597,17 +601,18 @@ class Explorer:
         try:
             if self._run.replay is not None:
                 return self._replay(processor, guarantee, topology, backend)
-            return explore(
-                processor,
-                guarantee=guarantee,
-                topology=topology,
-                backend=backend,
-                max_examples=s.max_examples if max_examples is None else max_examples,
-                max_steps=s.max_steps if max_steps is None else max_steps,
-                faults=faults,
-                seed=s.seed if seed is None else seed,
-                failures_dir=self._failures_dir(),
-            )
+            with _TerminalProgress.for_test(self._config, self._nodeid):
+                return explore(
+                    processor,
+                    guarantee=guarantee,
+                    topology=topology,
+                    backend=backend,
+                    max_examples=s.max_examples if max_examples is None else max_examples,
+                    max_steps=s.max_steps if max_steps is None else max_steps,
+                    faults=faults,
+                    seed=s.seed if seed is None else seed,
+                    failures_dir=self._failures_dir(),
+                )
         except CounterexampleFound as found:
             self._found(found)
             raise found.with_traceback(None) from None
@@ -685,6 +690,79 @@ class Explorer:
         raise found  # __call__ adds the pytest command and writes the report files
 
 
+@final
+class _TerminalProgress:
+    """A live line on pytest's terminal while a test's exploration runs: the test, the
+    stage, schedules run of the budget, failures, an ETA. Only on a terminal, outside CI,
+    not in xdist workers (they have no terminal) and not under ``-q -q``."""
+
+    def __init__(self, config: pytest.Config, nodeid: str) -> None:
+        self._config = config
+        self._name = nodeid.rpartition("::")[2] or nodeid
+        self._started = time.monotonic()
+        self._drawn = 0.0
+        self._shown = False
+
+    @staticmethod
+    @contextmanager
+    def for_test(config: pytest.Config | None, nodeid: str) -> Iterator[None]:
+        """Draw the exploration run inside the block, when there is a terminal to draw on."""
+        from harness._progress import watching
+
+        reporter = None if config is None else config.pluginmanager.get_plugin("terminalreporter")
+        if (
+            config is None
+            or reporter is None
+            or not bool(reporter.isatty)
+            or os.environ.get("CI")
+            or config.stash[_RUN].worker != "main"
+            or config.get_verbosity() < -1
+        ):
+            yield
+            return
+        progress = _TerminalProgress(config, nodeid)
+        try:
+            with watching(progress.tick):
+                yield
+        finally:
+            progress.close()
+
+    def _write(self, line: str) -> None:
+        reporter = self._config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        capture = self._config.pluginmanager.get_plugin("capturemanager")
+        if capture is None:
+            reporter.rewrite(line, erase=True)
+            return
+        with capture.global_and_fixture_disabled():  # the test's output is being captured
+            reporter.rewrite(line, erase=True)
+
+    def tick(self, tick: Tick) -> None:
+        """Redraw the line, at most ten times a second."""
+        now = time.monotonic()
+        if now - self._drawn < 0.1:
+            return
+        self._drawn = now
+        if not self._shown:
+            self._shown = True
+            self._write(" \n")  # a line of its own, below pytest's
+        count = f"{tick.schedules} schedules"
+        eta = ""
+        if tick.stage.value == "search":
+            count = f"{tick.schedules}/{tick.budget} schedules"
+            rate = (now - self._started) / tick.schedules
+            eta = f", ETA {rate * (tick.budget - tick.schedules):.0f} s"
+        self._write(
+            f"harness: {self._name}: {tick.stage.value}, {count}, {tick.failures} failing{eta}"
+        )
+
+    def close(self) -> None:
+        """Erase the line."""
+        if self._shown:
+            self._write("")
+
+
 def _replay_report(failure: Failure, path: Path) -> str:
     from harness.check import Status
 
@@ -733,6 +811,7 @@ def harness_explore(request: pytest.FixtureRequest, harness_settings: HarnessSet
         run=config.stash[_RUN],
         invocation_dir=config.invocation_params.dir,
         user_properties=request.node.user_properties,
+        config=config,
     )
 
 
