@@ -207,7 +207,7 @@ class Offsets:
             raw[f"state:{name}"] = value
         if not offsets and not raw:
             return
-        world.store_write(offsets, raw)
+        world.store_write(inst.machine, offsets, raw)
         for partition, dlsn in offsets.items():
             world.record(
                 EventKind.COMMIT,

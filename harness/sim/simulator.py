@@ -66,6 +66,7 @@ class Instance:
         "fenced",
         "greenlet",
         "lost_acks",
+        "machine",
         "number",
         "picks",
         "readers",
@@ -76,8 +77,10 @@ class Instance:
         "writers",
     )
 
-    def __init__(self, number: int) -> None:
+    def __init__(self, number: int, machine: int) -> None:
         self.number = number
+        self.machine = machine
+        """The machine it runs on (see :mod:`harness.sim.unsynced`)."""
         self.budget = 0
         self.dead = False
         self.fenced = False
@@ -110,6 +113,9 @@ class Simulator:
         self.active: Instance | None = None
         self.zombies: list[Instance] = []
         self.instances = 0
+        self.machine = 1
+        """The machine the next instance starts on (a takeover moves to a new one)."""
+        self.machines = 1
         self.calls = 0
         self._main: greenlet.greenlet | None = None
         self.last_error = ""
@@ -155,7 +161,7 @@ class Simulator:
 
     def _start(self) -> Instance:
         self.instances += 1
-        inst = Instance(self.instances)
+        inst = Instance(self.instances, self.machine)
         ctx = Context(self, inst)
         processor = self.processor
 
@@ -234,7 +240,7 @@ class Simulator:
         )
         self._forget(inst)
         if machine:
-            self.world.machine_crash(keep)
+            self.world.machine_crash(inst.machine, keep)
 
     def _tick(self, inst: Instance) -> None:
         for callback in list(inst.timers):
@@ -284,6 +290,8 @@ class Simulator:
                 world.record(EventKind.ZOMBIE, process=active.number)
                 self.zombies.append(active)
                 self.active = None
+                self.machines += 1  # the new owner runs elsewhere; the zombie keeps its machine
+                self.machine = self.machines
             self._start()
         elif isinstance(step, RunZombie):
             live = [z for z in self.zombies if z.state != _DONE]
