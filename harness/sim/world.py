@@ -18,7 +18,7 @@ import bisect
 import itertools
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -159,14 +159,20 @@ class World:
             writer = self._producer_writers[partition] = self.logs[partition].open_writer()
         return writer
 
-    def produce(self, partition: str, count: int, ack: bool) -> None:
-        """Append ``count`` records; acknowledged only if ``ack`` (else the producer crashes)."""
+    def produce(
+        self, partition: str, count: int, ack: bool, *, stop: Callable[[], bool] | None = None
+    ) -> None:
+        """Append ``count`` records; acknowledged only if ``ack`` (else the producer crashes).
+        ``stop`` is asked every 1024 records: when it says so the producer crashes there."""
         writer = self._producer_writer(partition)
         record = self.record
         base = len(self.dlsns[partition])
         keys, poison_every = self.topology.keys, self.topology.poison_every
         appended = []
         for i in range(count):
+            if stop is not None and i & 1023 == 1023 and stop():
+                ack = False
+                break
             n = self._next_record
             self._next_record += 1
             record_id, key, value = f"r{n}", f"k{n % keys}", n % 5 + 1
