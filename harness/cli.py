@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from harness.errors import ConfigError, HarnessError
+from harness.sim.budget import DEFAULT_RUN_BUDGET, RunBudget
 
 if TYPE_CHECKING:
     from harness.check import Verdict
@@ -106,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
         "partition, 3 keys, one log sink 'out')",
     )
     run.add_argument("--faults", default=None, help="comma-separated faults (default: all)")
+    _add_run_budget(run)
     run.add_argument("--json", action="store_true", help="print JSON instead of a table")
     run.add_argument(
         "--markdown", type=Path, default=None, help="also write the matrix as a Markdown table"
@@ -138,6 +140,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--history", type=Path, default=None, help="also write the history (.jsonl or .parquet)"
     )
+    _add_run_budget(replay)
     replay.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
     report = commands.add_parser(
@@ -223,6 +226,29 @@ def _scenarios(args: argparse.Namespace) -> list[Scenario] | None:
     return chosen
 
 
+def _add_run_budget(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--run-calls",
+        type=int,
+        default=None,
+        help="calls into the world one run may make before it ends UNKNOWN (default 1000000)",
+    )
+    parser.add_argument(
+        "--run-seconds",
+        type=float,
+        default=None,
+        help="wall-clock seconds one run may take before it ends UNKNOWN (default 60)",
+    )
+
+
+def _run_budget(args: argparse.Namespace, base: RunBudget) -> RunBudget:
+    """The profile's run budget with ``--run-calls`` / ``--run-seconds`` applied."""
+    return RunBudget(
+        calls=base.calls if args.run_calls is None else args.run_calls,
+        seconds=base.seconds if args.run_seconds is None else args.run_seconds,
+    )
+
+
 def _load_scenarios() -> dict[str, Scenario]:
     try:
         from scenarios import SCENARIOS
@@ -242,7 +268,9 @@ def _run(args: argparse.Namespace) -> int:
         budget = dataclasses.replace(budget, max_examples=args.examples)
     scenarios = _scenarios(args)
     if scenarios is None:
-        return _run_processor(args, budget.max_examples, budget.max_steps)
+        return _run_processor(
+            args, budget.max_examples, budget.max_steps, _run_budget(args, budget.run_budget)
+        )
     backends: tuple[Any, ...] = ("memory", "leveldb") if args.backend == "both" else (args.backend,)
 
     def progress(result: VariantResult, done: int, total: int) -> None:
@@ -285,7 +313,9 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK if all(r.ok for r in results) else EXIT_INVALID
 
 
-def _run_processor(args: argparse.Namespace, max_examples: int, max_steps: int) -> int:
+def _run_processor(
+    args: argparse.Namespace, max_examples: int, max_steps: int, run_budget: RunBudget
+) -> int:
     from harness.runner import CounterexampleFound, explore, load_processor
     from harness.sim.topology import Topology
 
@@ -320,6 +350,7 @@ def _run_processor(args: argparse.Namespace, max_examples: int, max_steps: int) 
             faults=_parse_faults(args.faults),
             seed=args.seed,
             failures_dir=args.failures_dir,
+            budget=run_budget,
         )
     except CounterexampleFound as exc:
         if args.json:
@@ -389,7 +420,7 @@ def _replay(args: argparse.Namespace) -> int:
     from harness.runner import Replay, replay
 
     spec = Replay.load(args.file)
-    history, verdict = replay(spec)
+    history, verdict = replay(spec, budget=_run_budget(args, DEFAULT_RUN_BUDGET))
     if args.history is not None:
         from harness.history.io import write_history
 
