@@ -117,6 +117,7 @@ class Instance:
         "picks",
         "readers",
         "refusals",
+        "released",
         "state",
         "timer_greenlets",
         "timers",
@@ -131,6 +132,7 @@ class Instance:
         self.budget = 0
         self.dead = False
         self.refusals = 0
+        self.released = False
         self.fenced = False
         self.state = _PAUSED
         self.duplicates = 0
@@ -177,8 +179,10 @@ class Simulator:
         self.watch = Watchdog(budget.seconds, self._main, _body.__code__)
         self.halted: str | None = None
         """Why the run stopped early (over budget, a processor's BaseException), if it did."""
-        self.last_point = "none yet"
-        """The last fault point reached: which instance, which call, what it was."""
+        self._last_instance = 0
+        self._last_point = ""
+        """The last fault point reached (its call is number ``calls``): by which instance,
+        what it was."""
         self.last_error = ""
 
     # -- called from instances (through Context) ---------------------------------------------
@@ -200,7 +204,14 @@ class Simulator:
         if self.watch.expired:
             self._halt(inst, f"the time budget ran out; instance {inst.number} stopped there")
         self.calls += 1
-        self.last_point = f"instance {inst.number}, call {self.calls} ({point})"
+        self._last_instance = inst.number
+        self._last_point = point
+
+    def last_point(self) -> str:
+        """The last fault point reached, for reports: ``instance 2, call 17 (offsets.get)``."""
+        if not self._last_point:
+            return "none (no instance called into the world)"
+        return f"instance {self._last_instance}, call {self.calls} ({self._last_point})"
 
     def _refuse(self, inst: Instance) -> None:
         """A dead instance called into the world: crash it again, or, if it keeps
@@ -220,7 +231,7 @@ class Simulator:
     def _over(self, what: str, point: str | None = None) -> str:
         return (
             f"incomplete: over the run budget ({self.budget.describe()}): {what}; last fault "
-            f"point: {point or self.last_point}"
+            f"point: {point or self.last_point()}"
         )
 
     def block(self, inst: Instance) -> None:
@@ -327,7 +338,9 @@ class Simulator:
 
     def _release(self, inst: Instance) -> None:
         """What the operating system does for a dead process: its locks and handles go."""
-        inst.dead = True
+        if inst.released:
+            return
+        inst.released = inst.dead = True
         if inst.txn is not None:  # the coordinator aborts a dead producer's transaction
             self.world.record(EventKind.TXN_ABORT, process=inst.number, txn=inst.txn)
             inst.txn = None
@@ -447,6 +460,7 @@ class Simulator:
     def _drain(self) -> str:
         world = self.world
         world.record(EventKind.DRAIN)
+        world.forget_unsynced()  # no machine crash and no retention from here on
         self._drain_start = len(world.record.events)
         for zombie in list(self.zombies):
             self._crash(zombie, False, 0)

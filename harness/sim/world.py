@@ -95,7 +95,7 @@ class World:
             self.namespace = open_namespace(leveldb_uri(root / "logs"), config=config)
             self._storage = None
             self.store = LevelDBOffsetStore(root / "offsets", sync=topology.offset_sync)
-        self._unsynced = UnsyncedWrites()
+        self._unsynced: UnsyncedWrites | None = UnsyncedWrites()
         self.partitions = topology.partition_names
         self.logs: dict[str, LogManager] = {}
         for name in self.partitions + tuple(f"out-{s}" for s in topology.log_sinks()):
@@ -240,7 +240,7 @@ class World:
     ) -> None:
         """One atomic offset-store write by ``machine`` (journaled while it is unsynced)."""
         store = self.store
-        if not store.sync:
+        if not store.sync and self._unsynced is not None:
             values: dict[Key, Value] = {("offset", p): dlsn for p, dlsn in offsets.items()}
             values.update((("state", k), v) for k, v in state.items())
             self._unsynced.record(machine, values, self._current)
@@ -256,15 +256,21 @@ class World:
         kind, name = key
         return self.store.get(name) if kind == "offset" else self.store.get_state(name)
 
+    def forget_unsynced(self) -> None:
+        """Stop journaling: no machine crash and no retention will follow (the drain)."""
+        self._unsynced = None
+
     def durable_position(self, partition: str) -> int | None:
         """The stored offset of ``partition`` that no machine crash can take back."""
-        dlsn = self._unsynced.durable_value(("offset", partition), self.store.get(partition))
+        dlsn: Value = self.store.get(partition)
+        if self._unsynced is not None:
+            dlsn = self._unsynced.durable_value(("offset", partition), dlsn)
         return self.position(partition, dlsn) if isinstance(dlsn, DLSN) else None
 
     def machine_crash(self, machine: int, keep: int) -> None:
         """``machine`` loses its unsynced offset-store writes except its first ``keep``;
         record a ``rollback`` for every partition whose stored offset changed."""
-        if self._unsynced.crash(machine, keep):
+        if self._unsynced is not None and self._unsynced.crash(machine, keep):
             self._restore()
         for partition in self.partitions:
             dlsn = self.store.get(partition)
@@ -281,6 +287,7 @@ class World:
     def _restore(self) -> None:
         """Make the store hold what the journal says survived (no backend can drop a page
         cache: clear every journaled key, then write the surviving image in one write)."""
+        assert self._unsynced is not None
         image = self._unsynced.image()
         store = self.store
         if isinstance(store, LevelDBOffsetStore):
