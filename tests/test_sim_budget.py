@@ -28,11 +28,14 @@ from harness.faults import Crash, Produce, Run, Schedule, Tick
 from harness.history import EventKind, History
 from harness.runner import Replay, replay, run_once
 from harness.sim import Context, RunBudget, Topology, simulate
+from harness.sim.budget import _inside_harness as inside_harness
+from harness.sim.simulator import _body
 from harness.toys import process_then_commit
 
 P = "in-0"
 ALO = Guarantee.AT_LEAST_ONCE
 TINY = RunBudget(seconds=0.05)
+BOUNDARY = _body.__code__
 
 
 def _end(history: History) -> str:
@@ -229,8 +232,8 @@ def test_a_timer_that_calls_ctx_forever_is_stopped_by_the_call_budget() -> None:
     history, verdict = run_once(chatty, schedule, ALO, budget=budget)
     assert verdict.status is Status.UNKNOWN
     assert _end(history) == (
-        "incomplete: over the run budget (500 calls, 60 s): the call budget ran out at "
-        "instance 1's next call; last fault point: instance 1, call 501"
+        "incomplete: over the run budget (500 calls, 60 s): the call budget ran out at this "
+        "call; last fault point: instance 1, call 501 (offsets.get), not made"
     )
     again, _ = run_once(chatty, schedule, ALO, budget=budget)
     assert again.events == history.events  # the call budget is deterministic
@@ -302,3 +305,20 @@ def test_a_bad_budget_is_a_config_error(kwargs: dict[str, object], message: str)
     with pytest.raises(ConfigError) as raised:
         RunBudget(**kwargs)  # type: ignore[arg-type]
     assert str(raised.value) == message
+
+
+def test_the_watchdog_tells_the_harness_code_from_the_processors() -> None:
+    seen: list[tuple[bool, bool]] = []
+
+    def processor(ctx: Context) -> None:
+        def work(record: object) -> object:
+            here = sys._getframe()
+            # its own frame is the processor's; its caller is the harness's map_async
+            seen.append((inside_harness(here, BOUNDARY), inside_harness(here.f_back, BOUNDARY)))
+            return record
+
+        for _ in ctx.map_async(work, ctx.read(P), parallelism=1, ordered=True):
+            return
+
+    simulate(processor, Schedule([Produce(count=1), Run(5)]))
+    assert seen == [(False, True)]

@@ -91,7 +91,7 @@ def _body(inst: Instance, fn: Callable[[], Any]) -> None:
         raise _Exited(exc) from None
 
 
-def describe(exc: BaseException) -> str:
+def _describe(exc: BaseException) -> str:
     """``Type: message`` of an exception, even one whose ``__str__`` raises."""
     if isinstance(exc, _Exited):
         exc = exc.original
@@ -200,9 +200,9 @@ class Simulator:
                     self._refuse(inst)
             inst.budget -= 1
         if self.calls >= self.budget.calls:
-            self._halt(inst, f"the call budget ran out at instance {inst.number}'s next call")
+            self._halt(inst, point, "the call budget ran out at this call")
         if self.watch.expired:
-            self._halt(inst, f"the time budget ran out; instance {inst.number} stopped there")
+            self._halt(inst, point, "the time budget ran out; the instance stopped at this call")
         self.calls += 1
         self._last_instance = inst.number
         self._last_point = point
@@ -221,10 +221,11 @@ class Simulator:
             self._main.switch()
         raise InstanceCrashed
 
-    def _halt(self, inst: Instance, what: str) -> None:
-        """Stop the run here: the calling instance is never resumed."""
+    def _halt(self, inst: Instance, point: str, what: str) -> None:
+        """Stop the run at ``inst``'s call ``point``: the instance is never resumed."""
         if self.halted is None:
-            self.halted = self._over(what, point=f"instance {inst.number}, call {self.calls + 1}")
+            here = f"instance {inst.number}, call {self.calls + 1} ({point}), not made"
+            self.halted = self._over(what, here)
         self._main.switch()
         raise InstanceCrashed  # (nothing resumes a halted run's instances)
 
@@ -300,7 +301,7 @@ class Simulator:
             self._died(inst, exc)
             if self.halted is None:
                 self.halted = (
-                    f"incomplete: instance {inst.number} raised {describe(exc)}, a "
+                    f"incomplete: instance {inst.number} raised {_describe(exc)}, a "
                     "BaseException that is not an Exception: a processor must not exit the "
                     "interpreter or raise KeyboardInterrupt, GeneratorExit or GreenletExit, "
                     "and a run it cuts short cannot be judged"
@@ -325,7 +326,7 @@ class Simulator:
             self._release(inst)
 
     def _died(self, inst: Instance, exc: BaseException) -> None:
-        self.last_error = describe(exc)
+        self.last_error = _describe(exc)
         self._release(inst)
         self.world.record(EventKind.ERROR, process=inst.number, detail=self.last_error)
         self._forget(inst)
