@@ -29,6 +29,7 @@ from harness.errors import ConfigError, HarnessError
 from harness.faults.schedule import Schedule
 from harness.faults.simplify import simplify
 from harness.history.events import History
+from harness.sim.budget import RunBudget
 from harness.sim.simulator import Processor, processor_path, simulate
 from harness.sim.topology import Topology
 from harness.sim.world import BACKENDS, Backend
@@ -193,19 +194,28 @@ def run_once(
     *,
     topology: Topology | None = None,
     backend: Backend = "memory",
+    budget: RunBudget | None = None,
 ) -> tuple[History, Verdict]:
-    """Simulate one schedule and check its history."""
+    """Simulate one schedule and check its history. ``budget`` bounds the run (default
+    :data:`harness.sim.budget.DEFAULT_RUN_BUDGET`); a run over it is UNKNOWN."""
     guarantee = _guarantee(guarantee)
-    history = simulate(processor, schedule, topology=topology, backend=backend)
+    history = simulate(processor, schedule, topology=topology, backend=backend, budget=budget)
     return history, check(history, guarantee)
 
 
-def replay(source: Replay | str | os.PathLike[str]) -> tuple[History, Verdict]:
+def replay(
+    source: Replay | str | os.PathLike[str], *, budget: RunBudget | None = None
+) -> tuple[History, Verdict]:
     """Run a saved schedule again (no Hypothesis involved) and check it."""
     spec = source if isinstance(source, Replay) else Replay.load(source)
     processor = load_processor(spec.processor, spec.processor_file)
     return run_once(
-        processor, spec.schedule, spec.guarantee, topology=spec.topology, backend=spec.backend
+        processor,
+        spec.schedule,
+        spec.guarantee,
+        topology=spec.topology,
+        backend=spec.backend,
+        budget=budget,
     )
 
 
@@ -291,6 +301,7 @@ def explore(
     faults: Iterable[Fault | str] | None = None,
     seed: int | None = None,
     failures_dir: str | os.PathLike[str] | None = DEFAULT_FAILURES_DIR,
+    budget: RunBudget | None = None,
 ) -> Exploration:
     """Run ``processor`` under up to ``max_examples`` drawn schedules; raise on a failure.
 
@@ -298,6 +309,8 @@ def explore(
     the processor's name) fixes the schedules drawn. On a failure (INVALID, or UNKNOWN,
     which fails closed) Hypothesis shrinks the schedule, the replay file is written to
     ``failures_dir`` (None: not written) and :class:`CounterexampleFound` is raised.
+    ``budget`` bounds every run (:class:`~harness.sim.budget.RunBudget`, default 1,000,000
+    calls and 60 s); a run over it ends UNKNOWN.
     """
     import hypothesis
     from hypothesis import HealthCheck, Phase, Verbosity
@@ -334,7 +347,7 @@ def explore(
     def run(schedule: Schedule) -> None:
         found["examples"] += 1
         history, verdict = run_once(
-            processor, schedule, guarantee, topology=topology, backend=backend
+            processor, schedule, guarantee, topology=topology, backend=backend, budget=budget
         )
         failed = verdict.status is not Status.VALID
         found["failures"] += failed
@@ -357,14 +370,16 @@ def explore(
     kinds = _failing_kinds(verdict)
 
     def still_fails(candidate: Schedule) -> bool:
-        _, again = run_once(processor, candidate, guarantee, topology=topology, backend=backend)
+        _, again = run_once(
+            processor, candidate, guarantee, topology=topology, backend=backend, budget=budget
+        )
         return again.status is verdict.status and _failing_kinds(again) == kinds
 
     simpler = simplify(schedule, still_fails)
     if simpler != schedule:
         schedule = simpler
         history, verdict = run_once(
-            processor, schedule, guarantee, topology=topology, backend=backend
+            processor, schedule, guarantee, topology=topology, backend=backend, budget=budget
         )
     spec = Replay(name, guarantee, topology, backend, schedule, _source_file(processor), seed)
     replay_file = None if failures_dir is None else spec.save(failures_dir)
