@@ -433,7 +433,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from harness.report import render_text, write_report
+    from harness.report import gather, render_text, write_report
 
     source = str(args.source)
     if source.endswith((".jsonl", ".parquet")):
@@ -460,15 +460,10 @@ def _report(args: argparse.Namespace) -> int:
             "processor": spec.processor,
             "backend": spec.backend,
         }
-    print(render_text(verdict, history, **details))
+    facts = gather(verdict, history, **details)
+    print(render_text(facts))
     if args.out is not None:
-        written = write_report(
-            args.out,
-            verdict=verdict,
-            history=history,
-            formats=args.format or ("txt", "json", "html"),
-            **details,
-        )
+        written = write_report(args.out, facts, formats=args.format or ("txt", "json", "html"))
         for path in written.values():
             print(f"wrote {path}", file=sys.stderr)
     return _exit_code(verdict)

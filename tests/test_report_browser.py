@@ -24,7 +24,7 @@ import pytest
 from harness import CounterexampleFound, explore
 from harness.check import Verdict, check
 from harness.history.events import History
-from harness.report import render_html
+from harness.report import gather, render_html
 from harness.runner import Failure
 from harness.toys import TOYS
 
@@ -74,12 +74,14 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, History, Verdi
     assert {a.kind.value for a in verdict.anomalies} == {"lost", "offset-ahead"}
     path = tmp_path_factory.mktemp("report") / "report.html"
     html = render_html(
-        history,
-        verdict,
-        schedule=failure.schedule,
-        title=EVIL_TITLE,
-        replay_command=failure.replay_command,
-        seed=failure.seed,
+        gather(
+            verdict,
+            history,
+            schedule=failure.schedule,
+            title=EVIL_TITLE,
+            replay_command=failure.replay_command,
+            seed=failure.seed,
+        )
     )
     path.write_text(html, encoding="utf-8")
     return path, history, verdict

@@ -24,20 +24,20 @@ from html import escape
 from typing import Any, Final
 
 from harness.check.verdict import Anomaly, Verdict
-from harness.faults.schedule import Schedule
 from harness.history.events import EVENT_FIELDS, Event, EventKind, History
 from harness.report._facts import (
     ReportFacts,
     anomalous_events,
     anomalous_records,
     anomalous_table_keys,
+    as_facts,
     clip,
     event_line,
-    gather,
     headline,
     is_related,
 )
 from harness.report.json_report import facts_json
+from harness.report.subject import Reported
 
 __all__ = ["render_html"]
 
@@ -748,17 +748,7 @@ def _page(facts: ReportFacts) -> str:
     return "\n".join(parts) + "\n"
 
 
-def render_html(
-    history: History | None,
-    verdict: Verdict,
-    *,
-    schedule: Schedule | None = None,
-    title: str | None = None,
-    replay_command: str | None = None,
-    seed: int | None = None,
-    processor: str | None = None,
-    backend: str | None = None,
-) -> str:
+def render_html(facts: ReportFacts | Reported | Verdict) -> str:
     """The report as one self-contained HTML page (UTF-8 text).
 
     With ``history``, the page has a timeline (``<section id="timeline">``): one lane per
@@ -768,14 +758,4 @@ def render_html(
     other events of a witness's records ``related``. The anomaly panel is
     ``<section id="anomalies">``. The page loads nothing from anywhere.
     """
-    facts = gather(
-        verdict,
-        history,
-        schedule=schedule,
-        seed=seed,
-        replay_command=replay_command,
-        title=title,
-        processor=processor,
-        backend=backend,
-    )
-    return _page(facts)
+    return _page(as_facts(facts))
