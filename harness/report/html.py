@@ -125,6 +125,7 @@ h3{font-size:15px;margin:0 0 6px}
 main{padding:12px 24px 40px;display:grid;grid-template-columns:minmax(0,1fr);gap:14px}
 .panel{border:1px solid var(--line);border-radius:8px;padding:12px 14px;background:#fff}
 #anomalies{border:2px solid var(--red)}
+#processor-errors{border:2px solid #d97706}
 #anomalies.none{border-color:var(--line)}
 #anomalies h2{color:var(--red)}
 #anomalies.none h2{color:var(--ink)}
@@ -591,6 +592,17 @@ def _anomaly_html(
     return "".join(out)
 
 
+def _errors_panel(facts: ReportFacts) -> str:
+    if not facts.processor_errors:
+        return ""
+    out = ['<section id="processor-errors" class="panel">']
+    for error in facts.processor_errors:
+        head, *rest = error.lines()
+        out.append(f"<h2>{_e(head.rstrip(':'))}</h2><pre>{_e(chr(10).join(rest))}</pre>")
+    out.append("</section>")
+    return "".join(out)
+
+
 def _anomalies_panel(facts: ReportFacts) -> str:
     verdict = facts.verdict
     history = facts.history
@@ -690,6 +702,7 @@ def _page(facts: ReportFacts) -> str:
         _facts_list(facts),
         "</div></header>",
         "<main>",
+        _errors_panel(facts),
         _anomalies_panel(facts),
     ]
     if history is not None:

@@ -9,13 +9,16 @@ verdict checked by hand (a stored history, a replay).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, final
+from typing import Final, Protocol, final
 
 from harness.check.verdict import Verdict
 from harness.faults.schedule import Schedule
 from harness.history.events import History
 
 __all__ = ["Checked", "ProcessorError", "Reported", "SourceLine"]
+
+_REASON: Final = 200
+"""The longest an error message is quoted in a verdict's one-line reason."""
 
 
 @final
@@ -57,7 +60,8 @@ class ProcessorError:
     def reason(self) -> str:
         """One line for a verdict's reasons: ``processor error: ValueError: x (at f.py:3 in g)``."""
         where = self.where()
-        return f"processor error: {self.error}" + (f" (at {where})" if where else "")
+        error = self.error if len(self.error) <= _REASON else self.error[: _REASON - 3] + "..."
+        return f"processor error: {error}" + (f" (at {where})" if where else "")
 
     def lines(self) -> list[str]:
         """The traceback as Python prints it, headed ``processor error`` and the events."""
