@@ -5,6 +5,9 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
+import html
+import importlib.util
+import itertools
 import json
 import re
 import subprocess
@@ -32,6 +35,7 @@ from harness.report import (
     report_json,
     write_report,
 )
+from harness.report._window import MAX_SHOWN, MAX_SKELETON, RADIUS, SKELETON_KINDS, window
 from harness.runner import Failure
 from harness.toys import TOYS
 
@@ -657,3 +661,113 @@ def test_importing_the_reports_loads_nothing_heavy() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+# -- large histories ---------------------------------------------------------------------------
+
+
+def _bench() -> Any:
+    """bench/bench_report.py, whose history generator the size benchmark measures."""
+    spec = importlib.util.spec_from_file_location("bench_report", ROOT / "bench/bench_report.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def big() -> tuple[History, Verdict]:
+    history = _bench().big_history(30_000, crash_every=5)
+    return history, check(history, Guarantee.AT_LEAST_ONCE)
+
+
+def _marks(page: str) -> dict[int, str]:
+    return {
+        int(index): classes
+        for classes, index in re.findall(r'<g class="mark ([^"]*)" id="ev-(\d+)"', page)
+    }
+
+
+def test_a_large_history_draws_each_witness_neighbourhood_and_the_skeleton(
+    big: tuple[History, Verdict],
+) -> None:
+    history, verdict = big
+    assert {a.kind.value for a in verdict.anomalies} == {"lost", "offset-ahead"}
+    page = render_html(gather(verdict, history))
+    marks = _marks(page)
+    pointed = sorted({i for a in verdict.anomalies for w in a.witnesses for i in w.events})
+    assert len(marks) <= MAX_SHOWN
+    # every witness event is drawn red, with the events around it
+    assert all("anomalous" in marks[i] for i in pointed)
+    assert all(j in marks for i in pointed for j in range(i - RADIUS, i + RADIUS + 1))
+    # the skeleton: the drain, the end and (sampled, there are more) the starts and crashes
+    kinds = {i: history.events[i].kind for i in marks}
+    drain_end = [e.index for e in history.events if e.kind.value in ("drain", "end")]
+    assert all('class="vline" x1=' in page for _ in drain_end)
+    skeleton = [e.index for e in history.events if e.kind in SKELETON_KINDS]
+    assert len(skeleton) > MAX_SKELETON
+    drawn = [i for i in skeleton if i in marks or history.events[i].kind.value in ("drain", "end")]
+    assert MAX_SKELETON // 2 < len(drawn) <= MAX_SKELETON + 2 * RADIUS * len(pointed)
+    assert sum(1 for k in kinds.values() if k.value == "crash") > 20
+    # the page says what it left out, and the overview stands for the whole run
+    assert f"This history has {len(history.events):,} events" in page
+    assert f"the {RADIUS} events either side of each witness event" in page
+    assert f'data-total="{len(history.events)}"' in page
+    assert "events not drawn</text>" in page
+    (table,) = re.findall(r"<b>([\d,]+) of ([\d,]+) events</b>", page)
+    assert int(table[0]) == len(marks) + len(drain_end) and table[1] == f"{len(history.events):,}"
+    assert '<tr class="gap">' in page
+
+
+def test_a_large_history_embeds_only_the_drawn_events(big: tuple[History, Verdict]) -> None:
+    history, verdict = big
+    page = render_html(gather(verdict, history))
+    data = json.loads(_scripts(page)[0])
+    rows = json.loads(_scripts(page)[1])
+    assert data == report_json(gather(verdict, history))  # every event left out
+    assert data["history"]["events"] is None
+    drawn = [row["index"] for row in rows]
+    assert [i for i in drawn if history.events[i].kind.value not in ("drain", "end")] == sorted(
+        _marks(page)
+    )
+    assert rows[0] == history.events[rows[0]["index"]].to_row()
+
+
+def test_the_size_of_a_report_does_not_grow_with_the_history(
+    big: tuple[History, Verdict],
+) -> None:
+    history, verdict = big
+    larger = _bench().big_history(90_000, crash_every=5)
+    larger_verdict = check(larger, Guarantee.AT_LEAST_ONCE)
+    pages = [render_html(gather(v, h)) for h, v in ((history, verdict), (larger, larger_verdict))]
+    texts = [render_text(gather(v, h)) for h, v in ((history, verdict), (larger, larger_verdict))]
+    assert len(pages[0]) < 1_000_000 and len(pages[1]) < 1.25 * len(pages[0])
+    assert len(texts[1]) < 4000 and len(texts[1]) < 1.25 * len(texts[0])
+
+
+def test_a_history_of_a_thousand_events_is_drawn_whole_with_labels_that_fit() -> None:
+    history = _bench().big_history(1000, crash_every=40)
+    verdict = check(history, Guarantee.AT_LEAST_ONCE)
+    page = render_html(gather(verdict, history))
+    marks = _marks(page)
+    assert len(marks) == sum(1 for e in history.events if e.kind.value not in ("drain", "end"))
+    assert 'id="capped"' not in page and 'id="overview"' not in page
+    xs = sorted({int(x) for x in re.findall(r'data-x="(\d+)"', page)})
+    col = min(b - a for a, b in itertools.pairwise(xs))
+    labels = re.findall(r'<text class="sub"[^>]*>([^<]*)</text>', page)
+    assert labels and max(len(html.unescape(label)) for label in labels) * 6 <= col - 2
+
+
+def test_window_keeps_small_histories_whole_and_caps_large_ones(
+    big: tuple[History, Verdict],
+) -> None:
+    history, verdict = big
+    pointed = {i for a in verdict.anomalies for w in a.witnesses for i in w.events}
+    win = window(history, pointed)
+    assert win.capped and win.total == len(history.events) and len(win.shown) <= MAX_SHOWN
+    assert win.skeleton > MAX_SKELETON >= win.skeleton_shown - len(pointed) * (2 * RADIUS + 1)
+    assert win.segments()[0][0] == 0 and all(a <= b for a, b in win.segments())
+    tight = window(history, pointed, max_shown=40)
+    assert len(tight.shown) <= 40 and tight.radius < RADIUS and pointed <= set(tight.shown)
+    whole = window(history, pointed, full=len(history.events))
+    assert not whole.capped and whole.shown == tuple(range(len(history.events)))

@@ -51,6 +51,16 @@ def _ascii(text: str) -> str:
     return "".join(out)
 
 
+def _few(numbers: list[int]) -> str:
+    """``1, 2, 3`` or, for many, ``1, 2, 3, ..., 3002 (3002 in all)``: bounded whatever the
+    history."""
+    if not numbers:
+        return "none"
+    if len(numbers) <= 8:
+        return ", ".join(str(n) for n in numbers)
+    return f"{', '.join(str(n) for n in numbers[:3])}, ..., {numbers[-1]} ({len(numbers)} in all)"
+
+
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
@@ -125,7 +135,7 @@ def _render(facts: ReportFacts, paint: _Paint) -> str:
         lines.append(f"stats: {stats}")
     if facts.history is not None:
         summary = history_stats(facts.history)
-        processes = ", ".join(str(p) for p in summary["processes"]) or "none"
+        processes = _few(summary["processes"])
         ended = "no end event" if summary["end"] is None else f"ended {summary['end']}"
         lines.append(
             _ascii(
