@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import hypothesis
+from harness.toys import TOYS
 from hypothesis import HealthCheck, Phase, given
 
 from harness import Schedule, Status, run_once
@@ -37,7 +38,6 @@ from harness.sim.simulator import Processor
 from harness.sim.topology import Topology
 from harness.sim.world import Backend
 from harness.strategies.schedules import Fault, schedules
-from harness.toys import TOYS
 from scenarios import SCENARIOS
 
 

@@ -541,7 +541,7 @@ def _safe_name(nodeid: str) -> str:
 def _write_report(directory: Path, nodeid: str, failure: Failure, replay_json: Any) -> None:
     """Write ``<test>.json`` (verdict, replay, report), ``<test>.replay.json`` and the
     rendered report ``<test>.report.{txt,json,html}`` (docs/reports.md)."""
-    from harness.report import write_report
+    from harness.report import gather, write_report
 
     directory.mkdir(parents=True, exist_ok=True)
     base = _safe_name(nodeid)
@@ -564,13 +564,8 @@ def _write_report(directory: Path, nodeid: str, failure: Failure, replay_json: A
     }
     path = directory / f"{base}.json"
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    write_report(
-        directory,
-        failure=failure,
-        name=f"{base}.report",
-        title=nodeid,
-        replay_command=document["replay_command"],
-    )
+    facts = gather(failure, title=nodeid, replay_command=document["replay_command"])
+    write_report(directory, facts, name=f"{base}.report")
 
 
 @final

@@ -29,6 +29,8 @@ from harness.errors import ConfigError, HarnessError
 from harness.faults.schedule import Schedule
 from harness.faults.simplify import simplify
 from harness.history.events import History
+from harness.report.subject import ProcessorError
+from harness.rerun import rerun
 from harness.sim.budget import RunBudget
 from harness.sim.simulator import Processor, processor_path, simulate
 from harness.sim.topology import Topology
@@ -209,14 +211,25 @@ def replay(
     """Run a saved schedule again (no Hypothesis involved) and check it."""
     spec = source if isinstance(source, Replay) else Replay.load(source)
     processor = load_processor(spec.processor, spec.processor_file)
-    return run_once(
+    topology, backend = spec.topology, spec.backend
+    history, verdict = run_once(
         processor,
         spec.schedule,
         spec.guarantee,
-        topology=spec.topology,
-        backend=spec.backend,
+        topology=topology,
+        backend=backend,
         budget=budget,
     )
+    seen = rerun(
+        processor,
+        spec.schedule,
+        history,
+        verdict,
+        topology=topology,
+        backend=backend,
+        budget=budget,
+    )
+    return seen.history, seen.verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +250,8 @@ class Failure:
     first_failure_seconds: float
     replay_file: Path | None
     replay_command: str
+    processor_errors: tuple[ProcessorError, ...] = ()
+    """Exceptions the processor raised in this run, with its own frames of their tracebacks."""
 
     def report(self) -> str:
         """The text shown when an exploration fails."""
@@ -244,6 +259,7 @@ class Failure:
         lines = [
             f"{self.guarantee.value} {held} for {self.processor} ({self.backend} backend): "
             f"{self.verdict.status.name}",
+            *(line for error in self.processor_errors for line in error.lines()),
             self.verdict.summary(),
             f"shrunk schedule ({len(self.schedule)} steps; first failure at schedule "
             f"{self.first_failure_example} after {self.first_failure_seconds:.2f} s, "
@@ -362,8 +378,9 @@ def explore(
 
     try:
         run()
-    except _Failed:
-        pass
+    except (_Failed, hypothesis.errors.Flaky):
+        if found["last"] is None:  # a Flaky before any recorded failure is not ours
+            raise
     else:
         return Exploration(name, guarantee, found["examples"], seed)
     schedule, history, verdict = found["last"]
@@ -381,6 +398,17 @@ def explore(
         history, verdict = run_once(
             processor, schedule, guarantee, topology=topology, backend=backend, budget=budget
         )
+    seen = rerun(
+        processor,
+        schedule,
+        history,
+        verdict,
+        topology=topology,
+        backend=backend,
+        budget=budget,
+        failed=True,
+    )
+    history, verdict = seen.history, seen.verdict  # a flaky processor's failure says so
     spec = Replay(name, guarantee, topology, backend, schedule, _source_file(processor), seed)
     replay_file = None if failures_dir is None else spec.save(failures_dir)
     if replay_file is not None:
@@ -402,6 +430,7 @@ def explore(
             first_failure_seconds=found["first"],
             replay_file=replay_file,
             replay_command=command,
+            processor_errors=seen.processor_errors,
         )
     )
 

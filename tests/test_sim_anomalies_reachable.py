@@ -15,11 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.check import Guarantee, check
-from harness.faults import Crash, Duplicate, Produce, Reorder, Run, Schedule, Takeover
-from harness.faults.schedule import RunZombie, Step
-from harness.sim import Context, Processor, Topology, simulate
-from harness.toys import (
+from harness.catalogue.toys import (
     COUNTS,
     ORDERED,
     async_unordered_emitter,
@@ -30,6 +26,10 @@ from harness.toys import (
     rewind_on_restart,
     unfenced_counter,
 )
+from harness.check import Guarantee, check
+from harness.faults import Crash, Duplicate, Produce, Reorder, Run, Schedule, Takeover
+from harness.faults.schedule import RunZombie, Step
+from harness.sim import Context, Processor, Topology, simulate
 
 P = "in-0"
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "engine.md"

@@ -22,6 +22,7 @@ from pathlib import Path
 import greenlet
 import pytest
 
+from harness.catalogue.toys import process_then_commit
 from harness.check import Guarantee, Status
 from harness.errors import ConfigError
 from harness.faults import Crash, Produce, Run, Schedule, Tick
@@ -30,7 +31,6 @@ from harness.runner import Replay, replay, run_once
 from harness.sim import Context, RunBudget, Topology, simulate
 from harness.sim.budget import _inside_harness as inside_harness
 from harness.sim.simulator import _body
-from harness.toys import process_then_commit
 
 P = "in-0"
 ALO = Guarantee.AT_LEAST_ONCE
@@ -273,7 +273,7 @@ def test_a_huge_produce_ends_within_the_time_budget() -> None:
 
 def test_a_schedule_that_produces_more_than_the_budget_can_read_is_refused_up_front() -> None:
     spec = Replay(
-        processor="harness.toys:process_then_commit",
+        processor="harness.catalogue.toys:process_then_commit",
         guarantee=ALO,
         topology=Topology(),
         backend="memory",

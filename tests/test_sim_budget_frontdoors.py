@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.profiles import PROFILES
+from harness.search.profiles import PROFILES
 from harness.sim import DEFAULT_RUN_BUDGET, Topology
 
 pytest_plugins = ["pytester"]
@@ -102,7 +102,7 @@ def test_the_cli_run_ends_a_spinning_processor_at_run_seconds(tmp_path: Path) ->
 def test_the_cli_replay_refuses_a_schedule_the_budget_cannot_read(tmp_path: Path) -> None:
     spec = {
         "harness_replay": 1,
-        "processor": "harness.toys:process_then_commit",
+        "processor": "harness.catalogue.toys:process_then_commit",
         "guarantee": "at-least-once",
         "backend": "memory",
         "topology": Topology().to_json(),

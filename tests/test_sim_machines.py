@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import pytest
 
+from harness.catalogue.toys import COUNTS, fenced_counter, unsynced_offsets_transformer
 from harness.check import Guarantee, Status, check
 from harness.faults import Crash, Produce, Run, RunZombie, Schedule, Takeover
 from harness.history import EventKind, History
 from harness.log.dlsn import DLSN
 from harness.sim import Backend, Context, Topology, simulate
 from harness.sim.unsynced import UnsyncedWrites
-from harness.toys import COUNTS, fenced_counter, unsynced_offsets_transformer
 from scenarios.kafka_streams_exactly_once import SCENARIO, exactly_once
 
 P = "in-0"
