@@ -238,7 +238,8 @@ def _broken(draw: st.DrawFn, events: list[Event]) -> None:
         else:
             names = ["p", "q", "x", "r0", "r1", "out", "counts", "k1", _COMPLETE]
             value = draw(st.none() | st.sampled_from(names))
-        events[position] = dataclasses.replace(event, **{name: value})
+        changed: dict[str, Any] = {name: value}
+        events[position] = dataclasses.replace(event, **changed)
     elif how == "kind":
         events[position] = dataclasses.replace(event, kind=draw(st.sampled_from(EventKind)))
     elif how == "drop" and len(events) > 1:
