@@ -4,9 +4,9 @@
                                [--max-steps 30] [--only NAME ...]
 
 Issue 18 (item 1). The subjects are every correct processor the project ships: the correct
-toys of ``harness.toys.TOYS`` (empty ``expected``) and the correct variants of every scenario
-in ``scenarios.SCENARIOS``, each with its own topology, guarantee and faults (the faults it
-claims to survive: all of them for most; the toy ``atomic_counter`` is correct only without
+toys of ``harness.catalogue.toys.TOYS`` and the correct variants of every scenario in
+``harness.catalogue.seeds.SCENARIOS``, each with its own topology, guarantee and scope (the faults
+it claims to survive: all of them for most; the toy ``atomic_counter`` is correct only without
 zombies, the Kafka Streams scenario has no duplicate delivery). ``--schedules`` are split
 evenly over subjects x seeds, ``--leveldb-share`` of them on the LevelDB backend (real plyvel
 files, about twenty times slower) and the rest on memory. Each (subject, backend, seed) cell
@@ -29,25 +29,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import hypothesis
-from harness.toys import TOYS
 from hypothesis import HealthCheck, Phase, given
 
 from harness import Schedule, Status, run_once
-from harness.check import Guarantee
-from harness.sim.simulator import Processor
-from harness.sim.topology import Topology
+from harness.catalogue import Subject
+from harness.catalogue.seeds import SCENARIOS
+from harness.catalogue.toys import TOYS
 from harness.sim.world import Backend
-from harness.strategies.schedules import Fault, schedules
-from scenarios import SCENARIOS
-
-
-@dataclass(frozen=True, slots=True)
-class Subject:
-    name: str
-    processor: Processor
-    guarantee: Guarantee
-    topology: Topology
-    faults: frozenset[Fault]
+from harness.strategies.schedules import schedules
 
 
 @dataclass(slots=True)
@@ -58,24 +47,11 @@ class Cell:
 
 
 def subjects() -> list[Subject]:
-    """Every correct processor with the world and faults it claims to be correct under."""
-    found = [
-        Subject(f"toy {t.name}", t.processor, t.guarantee, t.topology, t.faults)
-        for t in TOYS.values()
-        if not t.expected
-    ]
+    """Every correct processor of the catalogue (toys and scenario variants), each with the
+    world it runs in and the faults it claims to be correct under (its ``scope``)."""
+    found = [toy for toy in TOYS.values() if toy.correct]
     for scenario in SCENARIOS.values():
-        for variant in scenario.variants:
-            if variant.correct:
-                found.append(
-                    Subject(
-                        f"{scenario.name}/{variant.name}",
-                        variant.processor,
-                        scenario.guarantee,
-                        scenario.topology,
-                        variant.faults if variant.faults is not None else scenario.faults,
-                    )
-                )
+        found.extend(variant for variant in scenario.variants if variant.correct)
     return found
 
 
@@ -92,7 +68,7 @@ def soak(subject: Subject, backend: Backend, seed: int, count: int, max_steps: i
         verbosity=hypothesis.Verbosity.quiet,
     )
     @hypothesis.seed(seed)
-    @given(schedules(subject.topology, subject.faults, max_steps=max_steps))
+    @given(schedules(subject.topology, subject.scope, max_steps=max_steps))
     def run(schedule: Schedule) -> None:
         cell.runs += 1
         try:

@@ -11,6 +11,7 @@ past it.
 from __future__ import annotations
 
 import pytest
+from harness.scenarios.kafka_streams_exactly_once import SCENARIO, exactly_once
 
 from harness.catalogue.toys import COUNTS, fenced_counter, unsynced_offsets_transformer
 from harness.check import Guarantee, Status, check
@@ -19,7 +20,6 @@ from harness.history import EventKind, History
 from harness.log.dlsn import DLSN
 from harness.sim import Backend, Context, Topology, simulate
 from harness.sim.unsynced import UnsyncedWrites
-from scenarios.kafka_streams_exactly_once import SCENARIO, exactly_once
 
 P = "in-0"
 BACKENDS = pytest.mark.parametrize("backend", ["memory", "leveldb"])
