@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from harness.errors import ConfigError
-from harness.spark.streaming.schedule import (
+from harness.faults.streams import (
     CrashHow,
     CrashPoint,
     CrashQuery,

@@ -15,16 +15,7 @@ Importing this package imports neither pyspark nor Hypothesis; a query run impor
 ``docs/streaming.md`` describes the variants, the crashes and the measured throughput.
 """
 
-from harness.spark.streaming.runner import (
-    FiredCrash,
-    InjectedCrash,
-    RunSpec,
-    StreamConfig,
-    StreamResult,
-    Variant,
-    run_stream,
-)
-from harness.spark.streaming.schedule import (
+from harness.faults.streams import (
     STREAM_SCHEDULE_VERSION,
     CrashHow,
     CrashPoint,
@@ -33,6 +24,15 @@ from harness.spark.streaming.schedule import (
     RunBatches,
     StreamSchedule,
     StreamStep,
+)
+from harness.spark.streaming.runner import (
+    FiredCrash,
+    InjectedCrash,
+    RunSpec,
+    StreamConfig,
+    StreamResult,
+    Variant,
+    run_stream,
 )
 
 __all__ = [

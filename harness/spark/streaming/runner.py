@@ -2,13 +2,13 @@
 
 :func:`run_stream` puts one :class:`Variant` of a streaming query (the reference log as its
 source, through :mod:`harness.spark.streaming.datasource`) under a
-:class:`~harness.spark.streaming.schedule.StreamSchedule` and returns a :class:`StreamResult`
+:class:`~harness.faults.streams.StreamSchedule` and returns a :class:`StreamResult`
 whose :class:`~harness.history.events.History` the checkers judge::
 
     result = run_stream(Variant.FOREACH_BATCH_APPEND, schedule, workdir=tmp)
     check(result.history, Guarantee.EXACTLY_ONCE)  # INVALID, duplicate, after an after-write crash
 
-Each step of the schedule runs as :mod:`harness.spark.streaming.schedule` describes it. A
+Each step of the schedule runs as :mod:`harness.faults.streams` describes it. A
 ``CrashQuery`` crashes its run's micro-batch ``batch`` at ``point``:
 
 - ``BEFORE_WRITE``: the batch's offsets are in the checkpoint's offset log, nothing of it is
@@ -68,6 +68,14 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 from harness.check.verdict import Guarantee
 from harness.errors import ConfigError, HarnessError
+from harness.faults.streams import (
+    CrashHow,
+    CrashPoint,
+    CrashQuery,
+    ProduceRecords,
+    RunBatches,
+    StreamSchedule,
+)
 from harness.history.events import (
     Aggregate,
     Event,
@@ -81,14 +89,6 @@ from harness.log.dlsn import DLSN
 from harness.log.namespace import leveldb_uri, open_namespace
 from harness.log.record import LogRecord
 from harness.spark.streaming._children import await_line, kill_tree, wait_exit
-from harness.spark.streaming.schedule import (
-    CrashHow,
-    CrashPoint,
-    CrashQuery,
-    ProduceRecords,
-    RunBatches,
-    StreamSchedule,
-)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -1,4 +1,5 @@
-"""Stream schedules: the steps a :func:`~harness.spark.streaming.run_stream` run executes, as data.
+"""Stream schedules, as data: the steps a Structured Streaming run (:mod:`harness.spark.streaming`)
+executes under the harness.
 
 A :class:`StreamSchedule` is a tuple of steps, then a fault-free drain (unless ``drain`` is
 False), with a JSON round trip (:meth:`StreamSchedule.dumps`, :meth:`StreamSchedule.from_json`)
