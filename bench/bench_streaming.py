@@ -121,8 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args(argv)
 
-    from harness.spark.datasource import register_dlog
     from harness.spark.session import spark_session
+    from harness.spark.streaming.datasource import register_dlog
 
     spark = spark_session("local[2]")
     # stopping the endless rate query aborts its running batch, which Spark logs as errors

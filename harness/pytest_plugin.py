@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 import pytest
 
+from harness._budget import DEFAULT_RUN_BUDGET, RunBudget
 from harness.errors import ConfigError, HarnessError
 from harness.search.profiles import DEFAULT_PROFILE, PROFILES, Profile
 
@@ -112,10 +113,19 @@ REPORT_HELP: Final = (
 )
 
 MARKER: Final = "harness"
-_MARKER_KEYS: Final = ("profile", "max_examples", "max_steps", "backend", "faults", "seed")
+_MARKER_KEYS: Final = (
+    "profile",
+    "max_examples",
+    "max_steps",
+    "backend",
+    "faults",
+    "seed",
+    "run_calls",
+    "run_seconds",
+)
 MARKER_SIGNATURE: Final = (
     "harness(*, profile=None, max_examples=None, max_steps=None, backend=None, faults=None, "
-    "seed=None)"
+    "seed=None, run_calls=None, run_seconds=None)"
 )
 MARKER_HELP: Final = (
     f"{MARKER_SIGNATURE}: settings of harness_explore for this test; they win over "
@@ -153,6 +163,8 @@ class HarnessSettings:
     """None: ``harness_explore`` uses the memory backend, the lower-level fixtures LevelDB."""
     faults: tuple[str, ...] | None
     """None: every fault."""
+    run_budget: RunBudget = DEFAULT_RUN_BUDGET
+    """What one simulated run may spend (the profile's, unless the marker says otherwise)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,9 +352,27 @@ def _settings_for(item: pytest.Item) -> HarnessSettings:
     if "faults" in marked:
         value, where = marked["faults"]
         faults = _check_faults(value, where)
-    settings = HarnessSettings(chosen, max_examples, max_steps, seed, backend, faults)
+    settings = HarnessSettings(
+        chosen, max_examples, max_steps, seed, backend, faults, _run_budget(chosen, marked)
+    )
     item.stash[_SETTINGS] = settings
     return settings
+
+
+def _run_budget(chosen: Profile, marked: dict[str, tuple[object, str]]) -> RunBudget:
+    calls, seconds = chosen.run_budget.calls, chosen.run_budget.seconds
+    for key in ("run_calls", "run_seconds"):
+        if key in marked:
+            value, where = marked[key]
+            try:
+                RunBudget(**{key.removeprefix("run_"): value})  # type: ignore[arg-type]
+            except ConfigError as exc:
+                raise _BadSetting(f"{where}: {exc}") from None
+            if key == "run_calls":
+                calls = value  # type: ignore[assignment]
+            else:
+                seconds = value  # type: ignore[assignment]
+    return RunBudget(calls=calls, seconds=seconds)
 
 
 def _check_faults(value: object, where: str) -> tuple[str, ...]:
@@ -511,7 +541,7 @@ def _safe_name(nodeid: str) -> str:
 def _write_report(directory: Path, nodeid: str, failure: Failure, replay_json: Any) -> None:
     """Write ``<test>.json`` (verdict, replay, report), ``<test>.replay.json`` and the
     rendered report ``<test>.report.{txt,json,html}`` (docs/reports.md)."""
-    from harness.report import write_report
+    from harness.report import gather, write_report
 
     directory.mkdir(parents=True, exist_ok=True)
     base = _safe_name(nodeid)
@@ -534,13 +564,8 @@ def _write_report(directory: Path, nodeid: str, failure: Failure, replay_json: A
     }
     path = directory / f"{base}.json"
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    write_report(
-        directory,
-        failure=failure,
-        name=f"{base}.report",
-        title=nodeid,
-        replay_command=document["replay_command"],
-    )
+    facts = gather(failure, title=nodeid, replay_command=document["replay_command"])
+    write_report(directory, facts, name=f"{base}.report")
 
 
 @final
@@ -612,6 +637,7 @@ class Explorer:
                     faults=faults,
                     seed=s.seed if seed is None else seed,
                     failures_dir=self._failures_dir(),
+                    budget=s.run_budget,
                 )
         except CounterexampleFound as found:
             self._found(found)
@@ -666,7 +692,12 @@ class Explorer:
             pytest.skip(f"{REPLAY_OPTION} {shown} replays {spec.processor}, not {name}")
         started = time.perf_counter()
         history, verdict = run_once(
-            processor, spec.schedule, guarantee, topology=topology, backend=backend
+            processor,
+            spec.schedule,
+            guarantee,
+            topology=topology,
+            backend=backend,
+            budget=self.settings.run_budget,
         )
         seed = spec.seed if spec.seed is not None else 0
         if verdict.status is Status.VALID:

@@ -29,6 +29,9 @@ from harness.errors import ConfigError, HarnessError
 from harness.faults.schedule import Schedule
 from harness.faults.simplify import simplify
 from harness.history.events import History
+from harness.report.subject import ProcessorError
+from harness.rerun import rerun
+from harness.sim.budget import RunBudget
 from harness.sim.simulator import Processor, processor_path, simulate
 from harness.sim.topology import Topology
 from harness.sim.world import BACKENDS, Backend
@@ -193,20 +196,40 @@ def run_once(
     *,
     topology: Topology | None = None,
     backend: Backend = "memory",
+    budget: RunBudget | None = None,
 ) -> tuple[History, Verdict]:
-    """Simulate one schedule and check its history."""
+    """Simulate one schedule and check its history. ``budget`` bounds the run (default
+    :data:`harness.sim.budget.DEFAULT_RUN_BUDGET`); a run over it is UNKNOWN."""
     guarantee = _guarantee(guarantee)
-    history = simulate(processor, schedule, topology=topology, backend=backend)
+    history = simulate(processor, schedule, topology=topology, backend=backend, budget=budget)
     return history, check(history, guarantee)
 
 
-def replay(source: Replay | str | os.PathLike[str]) -> tuple[History, Verdict]:
+def replay(
+    source: Replay | str | os.PathLike[str], *, budget: RunBudget | None = None
+) -> tuple[History, Verdict]:
     """Run a saved schedule again (no Hypothesis involved) and check it."""
     spec = source if isinstance(source, Replay) else Replay.load(source)
     processor = load_processor(spec.processor, spec.processor_file)
-    return run_once(
-        processor, spec.schedule, spec.guarantee, topology=spec.topology, backend=spec.backend
+    topology, backend = spec.topology, spec.backend
+    history, verdict = run_once(
+        processor,
+        spec.schedule,
+        spec.guarantee,
+        topology=topology,
+        backend=backend,
+        budget=budget,
     )
+    seen = rerun(
+        processor,
+        spec.schedule,
+        history,
+        verdict,
+        topology=topology,
+        backend=backend,
+        budget=budget,
+    )
+    return seen.history, seen.verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +250,8 @@ class Failure:
     first_failure_seconds: float
     replay_file: Path | None
     replay_command: str
+    processor_errors: tuple[ProcessorError, ...] = ()
+    """Exceptions the processor raised in this run, with its own frames of their tracebacks."""
 
     def report(self) -> str:
         """The text shown when an exploration fails."""
@@ -234,6 +259,7 @@ class Failure:
         lines = [
             f"{self.guarantee.value} {held} for {self.processor} ({self.backend} backend): "
             f"{self.verdict.status.name}",
+            *(line for error in self.processor_errors for line in error.lines()),
             self.verdict.summary(),
             f"shrunk schedule ({len(self.schedule)} steps; first failure at schedule "
             f"{self.first_failure_example} after {self.first_failure_seconds:.2f} s, "
@@ -291,6 +317,7 @@ def explore(
     faults: Iterable[Fault | str] | None = None,
     seed: int | None = None,
     failures_dir: str | os.PathLike[str] | None = DEFAULT_FAILURES_DIR,
+    budget: RunBudget | None = None,
 ) -> Exploration:
     """Run ``processor`` under up to ``max_examples`` drawn schedules; raise on a failure.
 
@@ -298,6 +325,8 @@ def explore(
     the processor's name) fixes the schedules drawn. On a failure (INVALID, or UNKNOWN,
     which fails closed) Hypothesis shrinks the schedule, the replay file is written to
     ``failures_dir`` (None: not written) and :class:`CounterexampleFound` is raised.
+    ``budget`` bounds every run (:class:`~harness.sim.budget.RunBudget`, default 1,000,000
+    calls and 60 s); a run over it ends UNKNOWN.
     """
     import hypothesis
     from hypothesis import HealthCheck, Phase, Verbosity
@@ -334,7 +363,7 @@ def explore(
     def run(schedule: Schedule) -> None:
         found["examples"] += 1
         history, verdict = run_once(
-            processor, schedule, guarantee, topology=topology, backend=backend
+            processor, schedule, guarantee, topology=topology, backend=backend, budget=budget
         )
         failed = verdict.status is not Status.VALID
         found["failures"] += failed
@@ -349,23 +378,37 @@ def explore(
 
     try:
         run()
-    except _Failed:
-        pass
+    except (_Failed, hypothesis.errors.Flaky):
+        if found["last"] is None:  # a Flaky before any recorded failure is not ours
+            raise
     else:
         return Exploration(name, guarantee, found["examples"], seed)
     schedule, history, verdict = found["last"]
     kinds = _failing_kinds(verdict)
 
     def still_fails(candidate: Schedule) -> bool:
-        _, again = run_once(processor, candidate, guarantee, topology=topology, backend=backend)
+        _, again = run_once(
+            processor, candidate, guarantee, topology=topology, backend=backend, budget=budget
+        )
         return again.status is verdict.status and _failing_kinds(again) == kinds
 
     simpler = simplify(schedule, still_fails)
     if simpler != schedule:
         schedule = simpler
         history, verdict = run_once(
-            processor, schedule, guarantee, topology=topology, backend=backend
+            processor, schedule, guarantee, topology=topology, backend=backend, budget=budget
         )
+    seen = rerun(
+        processor,
+        schedule,
+        history,
+        verdict,
+        topology=topology,
+        backend=backend,
+        budget=budget,
+        failed=True,
+    )
+    history, verdict = seen.history, seen.verdict  # a flaky processor's failure says so
     spec = Replay(name, guarantee, topology, backend, schedule, _source_file(processor), seed)
     replay_file = None if failures_dir is None else spec.save(failures_dir)
     if replay_file is not None:
@@ -387,6 +430,7 @@ def explore(
             first_failure_seconds=found["first"],
             replay_file=replay_file,
             replay_command=command,
+            processor_errors=seen.processor_errors,
         )
     )
 

@@ -26,6 +26,7 @@ from harness.check import (
 )
 from harness.check.local import NO_DRAIN_REASON
 from harness.errors import ConfigError
+from harness.faults import Produce, Run, Schedule
 from harness.history import (
     EVENT_FIELDS,
     Aggregate,
@@ -36,6 +37,8 @@ from harness.history import (
     SinkKind,
     SinkSpec,
 )
+from harness.sim import Context, Topology, simulate
+from harness.strategies.histories import histories
 
 K = EventKind
 ALO = Guarantee.AT_LEAST_ONCE
@@ -249,7 +252,7 @@ def test_a_correct_history_is_valid_under_both_guarantees() -> None:
         "appended": 4,
         "duplicates": 0,
         "events": len(history),
-        "expected_effects": 4,
+        "expected_effects": 3,  # the poison record has no expected effect
         "lost": 0,
         "observed_outputs": 3,
     }
@@ -338,6 +341,68 @@ def test_a_poison_record_is_exempt_from_lost() -> None:
     b.ingest("r1")
     b.read("r1")
     assert only(check(b.finish(), EO)).kind is AnomalyKind.LOST
+
+
+def test_an_output_of_a_poison_record_is_unexpected_under_both_guarantees() -> None:
+    b = Builder()
+    b.append("r1", detail="poison")
+    b.ack("r1")
+    (output,) = b.process("r1")
+    b.commit(1)
+    history = b.finish(output, output)
+    for guarantee in BOTH:
+        verdict = check(history, guarantee)
+        anomaly = only(verdict)
+        assert anomaly.kind is AnomalyKind.UNEXPECTED and anomaly.count == 2
+        assert anomaly.witnesses[0] == Witness(
+            ("r1",),
+            (0, 6),
+            "output 0 in sink 'out' derives from poison record 'r1' (appended at event 0), "
+            "which must have no effect",
+        )
+        assert verdict.stats["expected_effects"] == 0 and verdict.stats["duplicates"] == 0
+
+
+def test_an_output_of_a_part_its_record_never_declared_is_unexpected() -> None:
+    b, outputs = simple("r1")
+    b.drain()
+    b.observe(outputs[0])
+    b.observe_raw("r1", part=2)
+    b.end()
+    for guarantee in BOTH:
+        anomaly = only(check(b.history(), guarantee))
+        assert anomaly.kind is AnomalyKind.UNEXPECTED and anomaly.count == 1
+        assert anomaly.witnesses[0].detail == (
+            "output 99 in sink 'out' is part 2 of record 'r1', but its emits declare only part 0"
+        )
+
+
+def _emits_everything(ctx: Context) -> None:
+    out = ctx.output("out")
+    for record in ctx.read("in-0", ctx.offsets.get("in-0")):
+        out.emit(record)  # the bug: a poison record is forwarded raw
+        out.commit()
+        ctx.offsets.put("in-0", record.next)
+
+
+def _skips_poison(ctx: Context) -> None:
+    out = ctx.output("out")
+    for record in ctx.read("in-0", ctx.offsets.get("in-0")):
+        if not record.poison:
+            out.emit(record)
+            out.commit()
+        ctx.offsets.put("in-0", record.next)
+
+
+def test_a_processor_forwarding_poison_records_is_caught_and_one_skipping_them_passes() -> None:
+    schedule = Schedule((Produce(count=6), Run(calls=40)), drain=True)
+    topology = Topology(poison_every=3)
+    broken = simulate(_emits_everything, schedule, topology=topology)
+    for guarantee in BOTH:
+        anomaly = only(check(broken, guarantee))
+        assert anomaly.kind is AnomalyKind.UNEXPECTED and anomaly.count == 2
+        assert all("poison record" in w.detail for w in anomaly.witnesses)
+    assert_valid(simulate(_skips_poison, schedule, topology=topology))
 
 
 def test_lost_witnesses_are_capped_at_the_earliest_acks_and_the_count_is_exact() -> None:
@@ -1293,103 +1358,7 @@ def test_a_long_history_is_checked() -> None:
 # Properties
 
 
-PROCESSES = (1, 2, 3)
 KEYS = ("k1", "k2", "k3")
-
-
-@st.composite
-def histories(draw: st.DrawFn) -> History:
-    """Well-formed histories of random events (nothing promises they are correct)."""
-    b = Builder(
-        partitions=("p", "q"),
-        sinks={
-            "out": SinkSpec(SinkKind.LOG, ordered=draw(st.booleans())),
-            "mirror": LOG,
-            "counts": COUNTS,
-            "sums": SUMS,
-        },
-    )
-    appended: list[str] = []
-    txns: list[int] = []
-    for _ in range(draw(st.integers(0, 40))):
-        step = draw(
-            st.sampled_from(
-                [
-                    "append",
-                    "ack",
-                    "read",
-                    "emit",
-                    "commit",
-                    "fetch",
-                    "rollback",
-                    "truncate",
-                    "txn",
-                    "abort",
-                    "put",
-                    "crash",
-                ]
-            )
-        )
-        process = draw(st.sampled_from(PROCESSES))
-        partition = draw(st.sampled_from(("p", "q")))
-        if step == "append":
-            record_id = f"r{len(appended)}"
-            b.append(
-                record_id,
-                partition=partition,
-                key=draw(st.sampled_from(KEYS)),
-                value=draw(st.integers(0, 3)),
-                detail=draw(st.sampled_from([None, None, "poison"])),
-            )
-            appended.append(record_id)
-        elif step in ("ack", "read") and appended:
-            record_id = draw(st.sampled_from(appended))
-            if step == "ack":
-                b.ack(record_id)
-            else:
-                b.read(
-                    record_id, process=process, detail=draw(st.sampled_from([None, "redelivered"]))
-                )
-        elif step == "emit":
-            parts = draw(st.integers(1, 3))
-            b.emit(
-                draw(st.sampled_from([None, *appended, "ghost"])),
-                part=draw(st.integers(0, parts - 1)),
-                parts=parts,
-                sink=draw(st.sampled_from(("out", "mirror"))),
-                txn=draw(st.sampled_from([None, *txns])),
-                process=process,
-            )
-        elif step == "commit":
-            b.commit(draw(st.integers(0, 6)), partition=partition, process=process)
-        elif step == "fetch":
-            b.fetch(draw(st.none() | st.integers(0, 6)), partition=partition, process=process)
-        elif step == "rollback":
-            b.add(K.ROLLBACK, partition=partition, offset=draw(st.none() | st.integers(0, 6)))
-        elif step == "truncate":
-            b.add(K.TRUNCATE, partition=partition, offset=draw(st.integers(0, 6)))
-        elif step == "txn":
-            txns.append(len(txns))
-            b.add(K.TXN_BEGIN, process=process, txn=txns[-1])
-        elif step == "abort" and txns:
-            b.add(K.TXN_ABORT, process=process, txn=draw(st.sampled_from(txns)))
-        elif step == "put":
-            b.add(K.PUT, process=process, sink="counts", key=draw(st.sampled_from(KEYS)), value=1)
-        elif step == "crash":
-            b.add(K.CRASH, process=process, detail="process")
-    if draw(st.booleans()):
-        b.drain()
-    if b.outputs:
-        for output_id in draw(st.lists(st.sampled_from(sorted(b.outputs)), max_size=20)):
-            b.observe(output_id, sink=draw(st.sampled_from(("out", "mirror"))))
-    for _ in range(draw(st.integers(0, 4))):
-        b.observe_key(
-            draw(st.sampled_from(KEYS)),
-            draw(st.integers(0, 4)),
-            sink=draw(st.sampled_from(("counts", "sums"))),
-        )
-    b.end(draw(st.sampled_from(["complete", "complete", "incomplete: budget"])))
-    return b.history()
 
 
 @given(histories())

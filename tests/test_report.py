@@ -5,6 +5,9 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
+import html
+import importlib.util
+import itertools
 import json
 import re
 import subprocess
@@ -25,12 +28,15 @@ from harness.history.events import Event, EventKind, History, HistoryMeta
 from harness.report import (
     REPORT_SCHEMA,
     REPORT_VERSION,
+    Checked,
+    gather,
     render_html,
     render_json,
     render_text,
     report_json,
     write_report,
 )
+from harness.report._window import MAX_SHOWN, MAX_SKELETON, RADIUS, SKELETON_KINDS, window
 from harness.runner import Failure
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -181,11 +187,13 @@ def test_text_report_of_a_real_failure_shows_verdict_witness_events_schedule_and
     lost: Failure,
 ) -> None:
     text = render_text(
-        lost.verdict,
-        lost.history,
-        schedule=lost.schedule,
-        seed=lost.seed,
-        replay_command="python -m harness replay failure.json",
+        gather(
+            lost.verdict,
+            lost.history,
+            schedule=lost.schedule,
+            seed=lost.seed,
+            replay_command="python -m harness replay failure.json",
+        )
     )
     lines = text.splitlines()
     assert lines[0] == "harness report: harness.catalogue.toys:commit_before_processing"
@@ -230,12 +238,14 @@ def test_text_report_of_a_real_failure_shows_verdict_witness_events_schedule_and
 def test_text_report_takes_the_schedule_and_processor_from_the_history_header(
     lost: Failure,
 ) -> None:
-    assert render_text(lost.verdict, lost.history) == render_text(
-        lost.verdict,
-        lost.history,
-        schedule=lost.schedule,
-        processor=lost.processor,
-        backend=lost.backend,
+    assert render_text(gather(lost.verdict, lost.history)) == render_text(
+        gather(
+            lost.verdict,
+            lost.history,
+            schedule=lost.schedule,
+            processor=lost.processor,
+            backend=lost.backend,
+        )
     )
 
 
@@ -253,7 +263,7 @@ def test_text_report_is_ascii_and_keeps_each_event_on_one_line(lost: Failure) ->
     verdict = Verdict(
         Status.INVALID, Guarantee.AT_LEAST_ONCE, (Anomaly(AnomalyKind.LOST, 7, (witness,)),)
     )
-    text = render_text(verdict, history, title="t\x1b]0;x\x07")
+    text = render_text(gather(verdict, history, title="t\x1b]0;x\x07"))
     assert text.isascii()
     assert "\x1b" not in text and "\x07" not in text
     lines = text.splitlines()
@@ -272,8 +282,8 @@ def test_text_report_is_ascii_and_keeps_each_event_on_one_line(lost: Failure) ->
 
 
 def test_text_report_colours_only_when_asked(lost: Failure) -> None:
-    plain = render_text(lost.verdict, lost.history)
-    coloured = render_text(lost.verdict, lost.history, color=True)
+    plain = render_text(gather(lost.verdict, lost.history))
+    coloured = render_text(gather(lost.verdict, lost.history), color=True)
     assert "\x1b[1;31mINVALID: at-least-once does NOT hold" in coloured
     assert "  \x1b[31mlost\x1b[0m x1" in coloured
     assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == plain
@@ -305,10 +315,10 @@ def test_a_witness_event_outside_the_history_is_named_not_fatal(lost: Failure) -
         Guarantee.AT_LEAST_ONCE,
         (Anomaly(AnomalyKind.SKIP, 1, (Witness(("r0",), (3, 99), "gap"),)),),
     )
-    text = render_text(verdict, lost.history)
+    text = render_text(gather(verdict, lost.history))
     assert "      #99 (not in the history)" in text.splitlines()
-    assert "#99 (not in the history)" in render_html(lost.history, verdict)
-    assert report_json(verdict, lost.history)["history"]["witness_events"] == [
+    assert "#99 (not in the history)" in render_html(gather(verdict, lost.history))
+    assert report_json(gather(verdict, lost.history))["history"]["witness_events"] == [
         lost.history.events[3].to_row()
     ]
 
@@ -326,35 +336,38 @@ def test_a_witness_event_outside_the_history_is_named_not_fatal(lost: Failure) -
 def test_bad_arguments_are_refused_with_the_value(
     lost: Failure, kwargs: dict[str, Any], message: str
 ) -> None:
-    for render in (render_text, render_json, report_json):
-        with pytest.raises(ConfigError, match=re.escape(message)):
-            render(lost.verdict, lost.history, **kwargs)
     with pytest.raises(ConfigError, match=re.escape(message)):
-        render_html(lost.history, lost.verdict, **kwargs)
+        gather(lost.verdict, lost.history, **kwargs)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        gather(lost, **kwargs)
+
+
+@pytest.mark.parametrize("render", [render_text, render_json, report_json, render_html])
+def test_a_renderer_refuses_what_is_not_a_run_or_a_verdict(render: Any) -> None:
+    with pytest.raises(ConfigError, match=re.escape("a report needs a harness.Verdict")) as info:
+        render("INVALID")
+    assert "got 'INVALID'" in str(info.value)
+    bad = Checked(Verdict(Status.VALID, Guarantee.AT_LEAST_ONCE), history="h")  # type: ignore[arg-type]
     with pytest.raises(
-        ConfigError, match=re.escape("verdict must be a harness.Verdict, got 'INVALID'")
+        ConfigError, match=re.escape("history must be a harness.History or None, got 'h'")
     ):
-        render_text("INVALID")  # type: ignore[arg-type]
+        render(bad)
 
 
 # -- JSON ------------------------------------------------------------------------------------
 
 
 def test_json_report_round_trips_the_verdict_and_schedule(lost: Failure) -> None:
-    text = render_json(
-        lost.verdict,
-        lost.history,
-        schedule=lost.schedule,
-        seed=lost.seed,
-        replay_command=lost.replay_command,
-    )
+    text = render_json(lost)
     report = json.loads(text)
     assert report == report_json(
-        lost.verdict,
-        lost.history,
-        schedule=lost.schedule,
-        seed=lost.seed,
-        replay_command=lost.replay_command,
+        gather(
+            lost.verdict,
+            lost.history,
+            schedule=lost.schedule,
+            seed=lost.seed,
+            replay_command=lost.replay_command,
+        )
     )
     assert list(report) == REPORT_SCHEMA["required"]
     assert report["harness_report"] == REPORT_VERSION == 1
@@ -376,7 +389,7 @@ def test_json_report_round_trips_the_verdict_and_schedule(lost: Failure) -> None
 
 
 def test_json_report_can_embed_every_event(lost: Failure) -> None:
-    report = report_json(lost.verdict, lost.history, include_events=True)
+    report = report_json(gather(lost.verdict, lost.history), include_events=True)
     rows = report["history"]["events"]
     assert [Event(**{**row, "kind": EventKind(row["kind"])}) for row in rows] == list(
         lost.history.events
@@ -390,9 +403,9 @@ def test_json_reports_satisfy_the_schema(lost: Failure, zombie: Failure) -> None
     unknown = Verdict(Status.UNKNOWN, Guarantee.EXACTLY_ONCE, reasons=("no end event",))
     evil_history, evil_verdict = poison(lost.history, lost.guarantee)
     reports = [
-        report_json(lost.verdict, lost.history, seed=1, replay_command="x"),
-        report_json(zombie.verdict, zombie.history, include_events=True),
-        report_json(evil_verdict, evil_history, title=EVIL_TITLE),
+        report_json(gather(lost.verdict, lost.history, seed=1, replay_command="x")),
+        report_json(gather(zombie.verdict, zombie.history), include_events=True),
+        report_json(gather(evil_verdict, evil_history, title=EVIL_TITLE)),
         report_json(unknown),
         report_json(Verdict(Status.VALID, Guarantee.AT_LEAST_ONCE)),
     ]
@@ -402,7 +415,7 @@ def test_json_reports_satisfy_the_schema(lost: Failure, zombie: Failure) -> None
 
 
 def test_the_schema_check_catches_a_broken_report(lost: Failure) -> None:
-    report = report_json(lost.verdict, lost.history)
+    report = report_json(gather(lost.verdict, lost.history))
     del report["seed"]
     report["verdict"]["anomalies"][0]["kind"] = "misplaced"
     report["history"]["stats"]["events"] = "11"
@@ -427,9 +440,9 @@ def test_the_docs_show_the_text_report_as_it_is_printed(lost: Failure) -> None:
     section = docs[docs.index("## Text") : docs.index("## JSON")]
     (example,) = re.findall(r"```\n(.*?)```", section, flags=re.DOTALL)
     replay = example.splitlines()[-1].removeprefix("replay: ")
-    assert render_text(lost.verdict, lost.history, seed=lost.seed, replay_command=replay) == (
-        example
-    )
+    assert render_text(
+        gather(lost.verdict, lost.history, seed=lost.seed, replay_command=replay)
+    ) == (example)
 
 
 def test_the_docs_list_every_top_level_key() -> None:
@@ -442,7 +455,7 @@ def test_the_docs_list_every_top_level_key() -> None:
 
 
 def test_html_has_one_lane_per_process_and_marks_the_witnesses(lost: Failure) -> None:
-    page = render_html(lost.history, lost.verdict, schedule=lost.schedule, seed=lost.seed)
+    page = render_html(gather(lost.verdict, lost.history, schedule=lost.schedule, seed=lost.seed))
     elements = Elements(page)
     lanes = [a["data-lane"] for a in elements.with_class("lane-label")]
     assert lanes == ["producer", "process-1", "process-2"]
@@ -471,7 +484,7 @@ def test_html_has_one_lane_per_process_and_marks_the_witnesses(lost: Failure) ->
 
 
 def test_html_shows_a_zombie_lane_and_table_keys_of_a_count_mismatch(zombie: Failure) -> None:
-    elements = Elements(render_html(zombie.history, zombie.verdict))
+    elements = Elements(render_html(gather(zombie.verdict, zombie.history)))
     assert [a["data-lane"] for a in elements.with_class("lane-label")] == [
         "producer",
         "process-1",
@@ -487,7 +500,7 @@ def test_html_shows_a_zombie_lane_and_table_keys_of_a_count_mismatch(zombie: Fai
 
 def test_html_escapes_every_payload(lost: Failure) -> None:
     history, verdict = poison(lost.history, lost.guarantee)
-    page = render_html(history, verdict, title=EVIL_TITLE, replay_command=EVIL_KEY)
+    page = render_html(gather(verdict, history, title=EVIL_TITLE, replay_command=EVIL_KEY))
     for evil in EVIL_STRINGS:
         assert evil not in page
     # only the page's own two scripts, and the only </script> are theirs
@@ -507,11 +520,11 @@ def test_html_escapes_every_payload(lost: Failure) -> None:
 
 def test_html_embeds_the_report_as_script_safe_json(lost: Failure) -> None:
     history, verdict = poison(lost.history, lost.guarantee)
-    page = render_html(history, verdict, title=EVIL_TITLE)
+    page = render_html(gather(verdict, history, title=EVIL_TITLE))
     data_text, script = _scripts(page)
     assert "<" not in data_text and ">" not in data_text and "&" not in data_text
     data = json.loads(data_text)
-    assert data == report_json(verdict, history, title=EVIL_TITLE, include_events=True)
+    assert data == report_json(gather(verdict, history, title=EVIL_TITLE), include_events=True)
     assert data["history"]["events"][2]["record_id"] == EVIL_ID
     assert "innerHTML" not in script and "eval(" not in script
 
@@ -526,7 +539,7 @@ def test_html_json_escapes_javascript_line_separators() -> None:
 
 def test_html_is_self_contained(lost: Failure, zombie: Failure) -> None:
     for failure in (lost, zombie):
-        page = render_html(failure.history, failure.verdict, replay_command="x")
+        page = render_html(gather(failure.verdict, failure.history, replay_command="x"))
         assert "http://" not in page and "https://" not in page
         assert "@import" not in page and "url(" not in page
         for tag, attrs in Elements(page).found:
@@ -537,7 +550,7 @@ def test_html_is_self_contained(lost: Failure, zombie: Failure) -> None:
 def test_html_content_security_policy_allows_exactly_its_own_style_and_script(
     lost: Failure,
 ) -> None:
-    page = render_html(lost.history, lost.verdict)
+    page = render_html(gather(lost.verdict, lost.history))
     (policy,) = re.findall(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
     (style,) = re.findall(r"<style>(.*?)</style>", page, flags=re.DOTALL)
     script = _scripts(page)[1]
@@ -551,7 +564,7 @@ def test_html_content_security_policy_allows_exactly_its_own_style_and_script(
 
 
 def test_html_without_history_still_has_the_anomaly_panel(lost: Failure) -> None:
-    page = render_html(None, lost.verdict, title="no history")
+    page = render_html(gather(lost.verdict, None, title="no history"))
     elements = Elements(page)
     assert elements.by_id("anomalies")[0] == "section"
     assert not [a for _, a in elements.found if a.get("id") == "timeline"]
@@ -559,7 +572,7 @@ def test_html_without_history_still_has_the_anomaly_panel(lost: Failure) -> None
 
 
 def test_html_of_a_valid_verdict_says_so() -> None:
-    page = render_html(None, Verdict(Status.VALID, Guarantee.AT_LEAST_ONCE))
+    page = render_html(Verdict(Status.VALID, Guarantee.AT_LEAST_ONCE))
     assert 'data-status="valid"' in page
     assert "No anomalies breaking the guarantee" in page
     assert 'class="panel none"' in page
@@ -569,7 +582,7 @@ def test_html_of_a_valid_verdict_says_so() -> None:
 
 
 def test_write_report_writes_the_three_formats_for_a_failure(lost: Failure, tmp_path: Path) -> None:
-    paths = write_report(tmp_path / "out", failure=lost)
+    paths = write_report(tmp_path / "out", lost)
     assert paths == {
         "txt": tmp_path / "out" / "report.txt",
         "json": tmp_path / "out" / "report.json",
@@ -577,13 +590,15 @@ def test_write_report_writes_the_three_formats_for_a_failure(lost: Failure, tmp_
     }
     text = paths["txt"].read_text(encoding="utf-8")
     assert text == render_text(
-        lost.verdict,
-        lost.history,
-        schedule=lost.schedule,
-        seed=lost.seed,
-        replay_command=lost.replay_command,
-        processor=lost.processor,
-        backend=lost.backend,
+        gather(
+            lost.verdict,
+            lost.history,
+            schedule=lost.schedule,
+            seed=lost.seed,
+            replay_command=lost.replay_command,
+            processor=lost.processor,
+            backend=lost.backend,
+        )
     )
     assert f"replay: {lost.replay_command}" in text.splitlines()
     report = json.loads(paths["json"].read_text(encoding="utf-8"))
@@ -599,8 +614,7 @@ def test_write_report_writes_the_three_formats_for_a_failure(lost: Failure, tmp_
 def test_write_report_writes_only_the_formats_asked_for(lost: Failure, tmp_path: Path) -> None:
     paths = write_report(
         tmp_path,
-        verdict=lost.verdict,
-        history=lost.history,
+        gather(lost.verdict, lost.history),
         formats=("json",),
         name="run-7",
         include_events=True,
@@ -613,18 +627,16 @@ def test_write_report_writes_only_the_formats_asked_for(lost: Failure, tmp_path:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({}, "write_report needs failure=... or verdict=..."),
+        ({"facts": "nope"}, "a report needs a harness.Verdict, or a checked run"),
         ({"formats": ("pdf",)}, "formats must be a non-empty selection of ['txt', 'json', 'html']"),
         ({"formats": ()}, "formats must be a non-empty selection"),
         ({"name": "../x"}, "name must be a plain file name stem"),
-        ({"failure": "nope"}, "failure must be a harness.Failure, got 'nope'"),
     ],
 )
 def test_write_report_refuses_bad_arguments_before_writing(
     lost: Failure, tmp_path: Path, kwargs: dict[str, Any], message: str
 ) -> None:
-    if "failure" not in kwargs and kwargs:
-        kwargs = {"verdict": lost.verdict, **kwargs}
+    kwargs = {"facts": lost, **kwargs}
     with pytest.raises(ConfigError, match=re.escape(message)):
         write_report(tmp_path / "out", **kwargs)
     assert not (tmp_path / "out").exists()
@@ -649,3 +661,113 @@ def test_importing_the_reports_loads_nothing_heavy() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+# -- large histories ---------------------------------------------------------------------------
+
+
+def _bench() -> Any:
+    """bench/bench_report.py, whose history generator the size benchmark measures."""
+    spec = importlib.util.spec_from_file_location("bench_report", ROOT / "bench/bench_report.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def big() -> tuple[History, Verdict]:
+    history = _bench().big_history(30_000, crash_every=5)
+    return history, check(history, Guarantee.AT_LEAST_ONCE)
+
+
+def _marks(page: str) -> dict[int, str]:
+    return {
+        int(index): classes
+        for classes, index in re.findall(r'<g class="mark ([^"]*)" id="ev-(\d+)"', page)
+    }
+
+
+def test_a_large_history_draws_each_witness_neighbourhood_and_the_skeleton(
+    big: tuple[History, Verdict],
+) -> None:
+    history, verdict = big
+    assert {a.kind.value for a in verdict.anomalies} == {"lost", "offset-ahead"}
+    page = render_html(gather(verdict, history))
+    marks = _marks(page)
+    pointed = sorted({i for a in verdict.anomalies for w in a.witnesses for i in w.events})
+    assert len(marks) <= MAX_SHOWN
+    # every witness event is drawn red, with the events around it
+    assert all("anomalous" in marks[i] for i in pointed)
+    assert all(j in marks for i in pointed for j in range(i - RADIUS, i + RADIUS + 1))
+    # the skeleton: the drain, the end and (sampled, there are more) the starts and crashes
+    kinds = {i: history.events[i].kind for i in marks}
+    drain_end = [e.index for e in history.events if e.kind.value in ("drain", "end")]
+    assert all('class="vline" x1=' in page for _ in drain_end)
+    skeleton = [e.index for e in history.events if e.kind in SKELETON_KINDS]
+    assert len(skeleton) > MAX_SKELETON
+    drawn = [i for i in skeleton if i in marks or history.events[i].kind.value in ("drain", "end")]
+    assert MAX_SKELETON // 2 < len(drawn) <= MAX_SKELETON + 2 * RADIUS * len(pointed)
+    assert sum(1 for k in kinds.values() if k.value == "crash") > 20
+    # the page says what it left out, and the overview stands for the whole run
+    assert f"This history has {len(history.events):,} events" in page
+    assert f"the {RADIUS} events either side of each witness event" in page
+    assert f'data-total="{len(history.events)}"' in page
+    assert "events not drawn</text>" in page
+    (table,) = re.findall(r"<b>([\d,]+) of ([\d,]+) events</b>", page)
+    assert int(table[0]) == len(marks) + len(drain_end) and table[1] == f"{len(history.events):,}"
+    assert '<tr class="gap">' in page
+
+
+def test_a_large_history_embeds_only_the_drawn_events(big: tuple[History, Verdict]) -> None:
+    history, verdict = big
+    page = render_html(gather(verdict, history))
+    data = json.loads(_scripts(page)[0])
+    rows = json.loads(_scripts(page)[1])
+    assert data == report_json(gather(verdict, history))  # every event left out
+    assert data["history"]["events"] is None
+    drawn = [row["index"] for row in rows]
+    assert [i for i in drawn if history.events[i].kind.value not in ("drain", "end")] == sorted(
+        _marks(page)
+    )
+    assert rows[0] == history.events[rows[0]["index"]].to_row()
+
+
+def test_the_size_of_a_report_does_not_grow_with_the_history(
+    big: tuple[History, Verdict],
+) -> None:
+    history, verdict = big
+    larger = _bench().big_history(90_000, crash_every=5)
+    larger_verdict = check(larger, Guarantee.AT_LEAST_ONCE)
+    pages = [render_html(gather(v, h)) for h, v in ((history, verdict), (larger, larger_verdict))]
+    texts = [render_text(gather(v, h)) for h, v in ((history, verdict), (larger, larger_verdict))]
+    assert len(pages[0]) < 1_000_000 and len(pages[1]) < 1.25 * len(pages[0])
+    assert len(texts[1]) < 4000 and len(texts[1]) < 1.25 * len(texts[0])
+
+
+def test_a_history_of_a_thousand_events_is_drawn_whole_with_labels_that_fit() -> None:
+    history = _bench().big_history(1000, crash_every=40)
+    verdict = check(history, Guarantee.AT_LEAST_ONCE)
+    page = render_html(gather(verdict, history))
+    marks = _marks(page)
+    assert len(marks) == sum(1 for e in history.events if e.kind.value not in ("drain", "end"))
+    assert 'id="capped"' not in page and 'id="overview"' not in page
+    xs = sorted({int(x) for x in re.findall(r'data-x="(\d+)"', page)})
+    col = min(b - a for a, b in itertools.pairwise(xs))
+    labels = re.findall(r'<text class="sub"[^>]*>([^<]*)</text>', page)
+    assert labels and max(len(html.unescape(label)) for label in labels) * 6 <= col - 2
+
+
+def test_window_keeps_small_histories_whole_and_caps_large_ones(
+    big: tuple[History, Verdict],
+) -> None:
+    history, verdict = big
+    pointed = {i for a in verdict.anomalies for w in a.witnesses for i in w.events}
+    win = window(history, pointed)
+    assert win.capped and win.total == len(history.events) and len(win.shown) <= MAX_SHOWN
+    assert win.skeleton > MAX_SKELETON >= win.skeleton_shown - len(pointed) * (2 * RADIUS + 1)
+    assert win.segments()[0][0] == 0 and all(a <= b for a, b in win.segments())
+    tight = window(history, pointed, max_shown=40)
+    assert len(tight.shown) <= 40 and tight.radius < RADIUS and pointed <= set(tight.shown)
+    whole = window(history, pointed, full=len(history.events))
+    assert not whole.capped and whole.shown == tuple(range(len(history.events)))

@@ -9,6 +9,7 @@ the tests skip, except in CI (``CI`` set), where they fail: CI installs it. Set
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
 import re
 import shutil
@@ -23,9 +24,9 @@ import pytest
 
 from harness import CounterexampleFound, explore
 from harness.catalogue.toys import TOYS
-from harness.check import Verdict, check
+from harness.check import Guarantee, Verdict, check
 from harness.history.events import History
-from harness.report import render_html
+from harness.report import gather, render_html
 from harness.runner import Failure
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -74,12 +75,14 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, History, Verdi
     assert {a.kind.value for a in verdict.anomalies} == {"lost", "offset-ahead"}
     path = tmp_path_factory.mktemp("report") / "report.html"
     html = render_html(
-        history,
-        verdict,
-        schedule=failure.schedule,
-        title=EVIL_TITLE,
-        replay_command=failure.replay_command,
-        seed=failure.seed,
+        gather(
+            verdict,
+            history,
+            schedule=failure.schedule,
+            title=EVIL_TITLE,
+            replay_command=failure.replay_command,
+            seed=failure.seed,
+        )
     )
     path.write_text(html, encoding="utf-8")
     return path, history, verdict
@@ -214,3 +217,29 @@ def test_the_screenshot_shows_a_red_failure(
     assert colours.most_common(1)[0][1] < 0.9 * sampled
     # the failure is obvious: a good share of strong red (badge, panel, witness marks)
     assert red > 0.005 * sampled
+
+
+def test_a_large_history_renders_capped_in_the_browser(chromium: Path, tmp_path: Path) -> None:
+    """The benchmark's history generator (bench/bench_report.py), at 200,000 events: the page
+    stays small, loads, runs its script and draws the witnesses and the overview. (The
+    benchmark measures the time and size at 10 million events; a test never times.)"""
+    spec = importlib.util.spec_from_file_location(
+        "bench_report", Path(__file__).resolve().parent.parent / "bench/bench_report.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    history = bench.big_history(200_000, crash_every=50)
+    verdict = check(history, Guarantee.AT_LEAST_ONCE)
+    path = tmp_path / "large.html"
+    path.write_text(render_html(gather(verdict, history)), encoding="utf-8")
+    assert path.stat().st_size < 5_000_000
+    dom = _chromium(chromium, tmp_path / "profile", "--dump-dom", path.as_uri()).stdout.decode()
+    assert re.search(r'<html[^>]*\bdata-ready="true"', dom), dom[:500]
+    assert 'id="overview"' in dom and 'id="capped"' in dom
+    anomalous = re.findall(r'<g class="mark k-(\w+)[^"]*\banomalous\b[^"]*" id="ev-(\d+)"', dom)
+    witness_events = sorted({i for a in verdict.anomalies for w in a.witnesses for i in w.events})
+    assert sorted(int(index) for _, index in anomalous) == witness_events
+    # the script found the drawn events' rows and showed the first witness event
+    detail = dom[dom.index('id="event-detail-body"') :]
+    assert detail.index("witness of: lost") < detail.index("</section>")

@@ -23,7 +23,6 @@ if not os.environ.get("CI"):
 from harness.check import AnomalyKind, Guarantee, Status, Verdict, check
 from harness.errors import ConfigError, CorruptData, MissingDependency
 from harness.history import (
-    Aggregate,
     Event,
     EventKind,
     History,
@@ -35,14 +34,18 @@ from harness.history import (
 )
 from harness.spark.generate import Plan, generate_history
 from harness.spark.java import JavaUnavailable, java_info, parse_java_version
+from harness.strategies.histories import (
+    PARTITIONS,
+    empty_history,
+    histories,
+    malformed_histories,
+)
 
 pytest_plugins = ["pytester"]
 
 K = EventKind
 ALO = Guarantee.AT_LEAST_ONCE
 EO = Guarantee.EXACTLY_ONCE
-KEYS = ("k1", "k2", "k3")
-PARTITIONS = ("p", "q")
 
 
 # --------------------------------------------------------------------------- histories
@@ -100,174 +103,6 @@ class Builder:
         return History(meta=meta, events=tuple(self.events))
 
 
-STEPS = (
-    "append",
-    "append",
-    "ack",
-    "ack",
-    "read",
-    "read",
-    "emit",
-    "emit",
-    "commit",
-    "fetch",
-    "rollback",
-    "truncate",
-    "txn",
-    "abort",
-    "put",
-    "crash",
-)
-
-
-@st.composite
-def histories(draw: st.DrawFn) -> History:
-    """Well-formed histories of random events (nothing promises they are correct): every
-    anomaly kind can occur, and appends may reuse (or jump over) unacknowledged positions."""
-    sinks = {
-        "out": SinkSpec(SinkKind.LOG, ordered=draw(st.booleans())),
-        "mirror": SinkSpec(SinkKind.LOG, ordered=draw(st.booleans())),
-        "counts": SinkSpec(SinkKind.TABLE, aggregate=Aggregate.COUNT),
-        "sums": SinkSpec(SinkKind.TABLE, aggregate=Aggregate.SUM),
-        "plain": SinkSpec(SinkKind.TABLE),
-    }
-    if draw(st.integers(0, 5)) == 0:
-        sinks = {name: spec for name, spec in sinks.items() if spec.kind is SinkKind.TABLE}
-    logs = [name for name, spec in sinks.items() if spec.kind is SinkKind.LOG] or ["out"]
-    b = Builder(sinks)
-    appended: list[str] = []
-    acked: dict[str, int] = {}
-    txns: list[int] = []
-    for _ in range(draw(st.integers(0, 40))):
-        step = draw(st.sampled_from(STEPS))
-        process = draw(st.sampled_from((1, 2, 3)))
-        partition = draw(st.sampled_from(PARTITIONS))
-        if step == "append":
-            record_id = f"r{len(appended)}"
-            extra: dict[str, Any] = {}
-            top = acked.get(partition, -1)
-            if draw(st.integers(0, 4)) == 0:  # take an unacknowledged position again, or jump
-                extra["offset"] = draw(st.integers(top + 1, top + 4))
-            b.append(
-                record_id,
-                partition,
-                draw(st.sampled_from(KEYS)),
-                draw(st.integers(0, 3)),
-                detail=draw(st.sampled_from([None, None, None, "poison"])),
-                **extra,
-            )
-            appended.append(record_id)
-        elif step in ("ack", "read") and appended:
-            record_id = draw(st.sampled_from(appended))
-            record = b.records[record_id]
-            assert record.partition is not None and record.offset is not None
-            if step == "ack":
-                b.at(K.ACK, record_id)
-                acked[record.partition] = max(acked.get(record.partition, -1), record.offset)
-            else:
-                detail = draw(st.sampled_from([None, None, "redelivered"]))
-                b.at(K.READ, record_id, process=process, detail=detail)
-        elif step == "emit":
-            parts = draw(st.integers(1, 3))
-            b.emit(
-                draw(st.sampled_from([None, *appended, *appended, "ghost"])),
-                part=draw(st.integers(0, parts - 1)),
-                parts=parts,
-                sink=draw(st.sampled_from(logs if sinks.get(logs[0]) else ["counts"])),
-                txn=draw(st.sampled_from([None, None, *txns])),
-                process=process,
-            )
-        elif step == "commit":
-            b.add(K.COMMIT, process=process, partition=partition, offset=draw(st.integers(0, 6)))
-        elif step == "fetch":
-            offset = draw(st.none() | st.integers(0, 6))
-            b.add(K.FETCH, process=process, partition=partition, offset=offset)
-        elif step == "rollback":
-            b.add(K.ROLLBACK, partition=partition, offset=draw(st.none() | st.integers(0, 6)))
-        elif step == "truncate":
-            b.add(K.TRUNCATE, partition=partition, offset=draw(st.integers(0, 6)))
-        elif step == "txn":
-            txns.append(len(txns))
-            b.add(K.TXN_BEGIN, process=process, txn=txns[-1])
-        elif step == "abort" and txns:
-            b.add(K.TXN_ABORT, process=process, txn=draw(st.sampled_from(txns)))
-        elif step == "put":
-            b.add(K.PUT, process=process, sink="counts", key=draw(st.sampled_from(KEYS)), value=1)
-        elif step == "crash":
-            b.add(K.CRASH, process=process, detail="process")
-    drained = draw(st.integers(0, 4)) > 0
-    if drained:
-        b.add(K.DRAIN)
-    if b.outputs and any(spec.kind is SinkKind.LOG for spec in sinks.values()):
-        for output_id in draw(st.lists(st.sampled_from(sorted(b.outputs)), max_size=20)):
-            b.observe(output_id, draw(st.sampled_from(logs)))
-        if draw(st.integers(0, 5)) == 0:
-            b.add(K.OBSERVE, sink=logs[0], output_id=99, record_id=None, part=0)
-    for _ in range(draw(st.integers(0, 4))):
-        b.add(
-            K.OBSERVE,
-            sink=draw(st.sampled_from(("counts", "sums", "plain"))),
-            key=draw(st.sampled_from(KEYS)),
-            value=draw(st.integers(0, 4)),
-        )
-    b.add(K.END, detail=draw(st.sampled_from(["complete", "complete", "incomplete: budget"])))
-    return b.history()
-
-
-INTS = ("process", "offset", "part", "parts", "value", "output_id", "txn")
-STRS = ("partition", "record_id", "key", "sink", "detail")
-
-
-@st.composite
-def malformed(draw: st.DrawFn) -> History:
-    """A well-formed history broken in ways a Parquet file can hold (values keep their
-    types): a field nulled or changed, the kind changed, events dropped, repeated or
-    swapped, an end or a drain added."""
-    history = draw(histories())
-    events = list(history.events)
-    for _ in range(draw(st.integers(1, 3))):
-        how = draw(
-            st.sampled_from(
-                ["field", "field", "field", "kind", "drop", "dup", "swap", "end", "drain"]
-            )
-        )
-        position = draw(st.integers(0, len(events) - 1))
-        event = events[position]
-        if how == "field":
-            name = draw(st.sampled_from(INTS + STRS))
-            if name in INTS:
-                value: object = draw(st.none() | st.integers(-2, 7))
-            else:
-                value = draw(
-                    st.none()
-                    | st.sampled_from(
-                        ["p", "q", "x", "r0", "r1", "out", "counts", "k1", "complete"]
-                    )
-                )
-            events[position] = dataclasses.replace(event, **{name: value})
-        elif how == "kind":
-            events[position] = dataclasses.replace(event, kind=draw(st.sampled_from(EventKind)))
-        elif how == "drop" and len(events) > 1:
-            del events[position]
-        elif how == "dup":
-            events.insert(position, event)
-        elif how == "swap" and len(events) > 1:
-            other = draw(st.integers(0, len(events) - 1))
-            events[position], events[other] = events[other], events[position]
-        elif how == "end":
-            events.insert(position, Event(index=0, kind=K.END, detail="complete"))
-        elif how == "drain":
-            events.insert(position, Event(index=0, kind=K.DRAIN))
-    renumber = draw(st.booleans())
-    if renumber:
-        events = [dataclasses.replace(e, index=i) for i, e in enumerate(events)]
-    return History(meta=history.meta, events=tuple(events))
-
-
-def empty_history() -> History:
-    return History(meta=HistoryMeta(partitions=PARTITIONS, sinks={}), events=())
-
-
 def write_runs(directory: Path, runs: list[History]) -> dict[str, History]:
     """Each history as ``run_id=<i>/history.parquet`` under ``directory``."""
     stored: dict[str, History] = {}
@@ -316,23 +151,42 @@ def check_both(directory: Path, stored: dict[str, History], spark: Any) -> None:
         assert result.status is Status.worst(v.status for v in result.verdicts.values())
 
 
-@pytest.mark.slow
-@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
-@given(
-    st.lists(
-        st.one_of(histories(), histories(), malformed(), st.just(empty_history())),
-        min_size=8,
-        max_size=12,
-    )
-)
-def test_spark_and_local_checkers_agree_on_random_histories(
-    spark: Any, runs: list[History]
-) -> None:
-    import tempfile
+def drawn(strategy: st.SearchStrategy[History], count: int) -> list[History]:
+    """``count`` examples of ``strategy``, the same ones on every run (derandomized), so
+    that hundreds of histories can be checked by Spark in one batch of jobs."""
+    found: list[History] = []
 
-    with tempfile.TemporaryDirectory() as folder:
-        directory = Path(folder)
-        check_both(directory, write_runs(directory, runs), spark)
+    @settings(
+        max_examples=count,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(strategy)
+    def collect(history: History) -> None:
+        found.append(history)
+
+    collect()
+    return found
+
+
+@pytest.mark.slow
+def test_spark_and_local_checkers_agree_on_hundreds_of_random_histories(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Whole-verdict parity under both guarantees on 240+ drawn histories (every anomaly
+    kind, malformed and empty ones), checked by Spark as one source: one batch of jobs."""
+    runs = [*drawn(histories(), 170), *drawn(malformed_histories(), 80), empty_history()]
+    assert len(runs) >= 200
+    stored = write_runs(tmp_path, runs)
+    verdicts = [check(history, EO) for history in stored.values()]
+    kinds = {a.kind for v in verdicts for a in v.anomalies}
+    assert kinds == set(AnomalyKind), f"not drawn: {set(AnomalyKind) - kinds}"
+    shown = " ".join(w.detail for v in verdicts for a in v.anomalies for w in a.witnesses)
+    assert "poison record" in shown and "its emits declare only" in shown
+    assert any(v.status is Status.UNKNOWN and v.reasons for v in verdicts)
+    check_both(tmp_path, stored, spark)
 
 
 EVERY_KIND = Plan(

@@ -34,8 +34,19 @@ from harness.errors import ConfigError, LogReadException, StoreLocked
 from harness.history import dumps_jsonl
 from harness.history.events import EventKind
 from harness.log import DLSN, LogRecord, leveldb_uri, open_namespace
-from harness.spark.contract import CONTRACT_CHECKS, ContractFailure, run_contract
-from harness.spark.datasource import (
+from harness.spark.streaming import (
+    CrashHow,
+    CrashPoint,
+    CrashQuery,
+    ProduceRecords,
+    RunBatches,
+    StreamResult,
+    StreamSchedule,
+    Variant,
+    run_stream,
+)
+from harness.spark.streaming.contract import CONTRACT_CHECKS, ContractFailure, run_contract
+from harness.spark.streaming.datasource import (
     SCHEMA_DDL,
     DLogDataSource,
     DLogPartition,
@@ -47,18 +58,7 @@ from harness.spark.datasource import (
     read_range,
     register_dlog,
 )
-from harness.spark.streaming import (
-    CrashHow,
-    CrashPoint,
-    CrashQuery,
-    ProduceRecords,
-    RunBatches,
-    StreamResult,
-    StreamSchedule,
-    Variant,
-    run_stream,
-    stream_schedules,
-)
+from harness.strategies import stream_schedules
 
 PARALLEL_RUNS = 3
 """Runs in flight at once: queries share the JVM, and much of a run is waiting."""
@@ -544,7 +544,7 @@ def test_the_drain_restarts_when_a_python_worker_misses_its_deadline(
     monkeypatch: pytest.MonkeyPatch,
     failures: int,
 ) -> None:
-    from harness.spark import streaming
+    from harness.spark.streaming import runner as streaming
 
     real = streaming._Runner._in_process
     calls: list[int] = []

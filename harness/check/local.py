@@ -28,8 +28,11 @@ lost-record half of ``offset-ahead``) are not assessed.
     log sinks) counts ``n - 1``. Witness (one per effect): the record, the ``observe`` events
     and the ``emit`` events of those outputs.
 ``unexpected``
-    One ``observe`` of an output whose ``record_id`` is null or not an acknowledged record
-    (appended but never acknowledged counts: its write failed).
+    One ``observe`` of an output its record's rules do not allow (``docs/history.md``,
+    "Which outputs a record allows"): its ``record_id`` is null or not an acknowledged
+    record (appended but never acknowledged counts: its write failed), or names a poison
+    record (which must have no effect), or a part its record's emits do not declare. Such
+    an output is neither a copy nor a delivered effect.
 ``aborted-read``
     One ``observe`` of an output that was emitted in a transaction that has a ``txn-abort``.
 ``count-mismatch``
@@ -64,16 +67,19 @@ lost-record half of ``offset-ahead``) are not assessed.
     none). A ``commit`` below the stored offset is one occurrence. Witness: the commit and the
     event that had set the stored offset.
 
-**Verdict.** ``duplicate`` and ``offset-regression`` break exactly-once and are tolerated
-(listed in :attr:`Verdict.tolerated`) under at-least-once; every other anomaly breaks both
-guarantees (count-mismatch as above). The status is INVALID when any anomaly breaks the
-guarantee (``reasons`` is then empty). Otherwise it is UNKNOWN when the history fails
+**Verdict** (:mod:`harness.check.policy`, shared with the Spark checker). ``duplicate`` and
+``offset-regression`` break exactly-once and are tolerated (listed in
+:attr:`Verdict.tolerated`) under at-least-once; every other anomaly breaks both guarantees
+(count-mismatch as above); witness sentences are :mod:`harness.check.wording`'s. The status
+is INVALID when any anomaly breaks the guarantee (``reasons`` is then empty). Otherwise it
+is UNKNOWN when the history fails
 :func:`~harness.check.validate.validate` (then nothing is checked: the reasons are its
 problems and there are no anomalies), when the ``end`` detail is not ``complete`` (the reason
 is that detail) or when there is no ``drain`` event; otherwise VALID.
 
 **Stats**: ``events``, ``appended`` and ``acknowledged`` records, ``observed_outputs``
-(``observe`` events of log sinks), ``expected_effects`` (0 without a log sink), ``duplicates``
+(``observe`` events of log sinks), ``expected_effects`` (of acknowledged non-poison records;
+0 without a log sink), ``duplicates``
 (extra copies) and ``lost`` (missing effects), whatever the guarantee; when the history fails
 validation, every stat but ``events`` is 0.
 
@@ -85,31 +91,31 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from harness.check import wording
+from harness.check.policy import Finding, assemble, best, unknown, witness
 from harness.check.validate import validate
-from harness.check.verdict import (
-    MAX_WITNESSES,
-    Anomaly,
-    AnomalyKind,
-    Guarantee,
-    Status,
-    Verdict,
-    Witness,
-)
+from harness.check.verdict import MAX_WITNESSES, AnomalyKind, Guarantee, Verdict, Witness
+from harness.check.wording import NO_DRAIN_REASON
 from harness.errors import ConfigError
-from harness.history.events import POISON, Aggregate, Event, EventKind, History, SinkKind
+from harness.history.events import (
+    POISON,
+    Aggregate,
+    EndDetail,
+    Event,
+    EventKind,
+    History,
+    ReadDetail,
+    SinkKind,
+)
 
 __all__ = ["NO_DRAIN_REASON", "POISON", "REDELIVERED", "check"]
 
-REDELIVERED: Final = "redelivered"
+REDELIVERED: Final = ReadDetail.REDELIVERED.value
 """``read`` detail of a duplicate delivery injected by the schedule."""
-COMPLETE: Final = "complete"
-NO_DRAIN_REASON: Final = "the run has no drain phase, so 'eventually delivered' cannot be judged"
-
-_FAILS_ONLY_EXACTLY_ONCE: Final = frozenset({AnomalyKind.DUPLICATE, AnomalyKind.OFFSET_REGRESSION})
 
 _K = EventKind
 
@@ -129,92 +135,42 @@ def check(history: History, guarantee: Guarantee) -> Verdict:
     problems = validate(history)
     if problems:
         events = getattr(history, "events", None)
-        return Verdict(
-            status=Status.UNKNOWN,
-            guarantee=guarantee,
-            reasons=tuple(problems),
-            stats=_stats(events=len(events) if isinstance(events, Sequence) else 0),
-        )
+        return unknown(guarantee, problems, len(events) if isinstance(events, Sequence) else 0)
 
     facts = _Facts(history)
+    end = history.events[-1].detail
     # Missing effects are only a loss once the processor was given every chance to catch
     # up; in a run that did not drain to completion they are merely not there *yet*.
-    settled = facts.drained and history.events[-1].detail == COMPLETE
+    settled = facts.drained and end == EndDetail.COMPLETE.value
     found: dict[AnomalyKind, _Occurrences] = defaultdict(_Occurrences)
-    tolerated_counts = _Occurrences()
+    over_counts = _Occurrences()
     lost_records: dict[str, Event] = {}
     expected_effects = 0
     if facts.has_log_sink:
         expected_effects = _check_effects(facts, found, lost_records, settled)
-    _check_aggregates(
-        facts, guarantee, found[AnomalyKind.COUNT_MISMATCH], tolerated_counts, settled
-    )
+    _check_aggregates(facts, found[AnomalyKind.COUNT_MISMATCH], over_counts, settled)
     _check_order(facts, found[AnomalyKind.NONMONOTONIC])
     _check_skips(facts, found[AnomalyKind.SKIP])
     _check_offsets(
         facts, lost_records, found[AnomalyKind.OFFSET_AHEAD], found[AnomalyKind.OFFSET_REGRESSION]
     )
-
-    failing: list[Anomaly] = []
-    tolerated: list[Anomaly] = []
-    for kind in AnomalyKind:
-        occurrences = found.get(kind)
-        if occurrences is not None and occurrences.count:
-            allowed = guarantee is Guarantee.AT_LEAST_ONCE and kind in _FAILS_ONLY_EXACTLY_ONCE
-            (tolerated if allowed else failing).append(occurrences.anomaly(kind))
-        if kind is AnomalyKind.COUNT_MISMATCH and tolerated_counts.count:
-            tolerated.append(tolerated_counts.anomaly(kind))
-
-    reasons: list[str] = []
-    if not failing:
-        end = history.events[-1]
-        if end.detail != COMPLETE:
-            reasons.append(str(end.detail))
-        if not facts.drained:
-            reasons.append(NO_DRAIN_REASON)
-    if failing:
-        status = Status.INVALID
-    elif reasons:
-        status = Status.UNKNOWN
-    else:
-        status = Status.VALID
-    return Verdict(
-        status=status,
-        guarantee=guarantee,
-        anomalies=tuple(failing),
-        tolerated=tuple(tolerated),
-        reasons=tuple(reasons),
-        stats=_stats(
-            events=len(history.events),
-            appended=len(facts.appends),
-            acknowledged=len(facts.acks),
-            observed_outputs=len(facts.log_observes),
-            expected_effects=expected_effects,
-            duplicates=found[AnomalyKind.DUPLICATE].count,
-            lost=found[AnomalyKind.LOST].count,
-        ),
+    findings = [occurrences.finding(kind) for kind, occurrences in found.items()]
+    findings.append(over_counts.finding(AnomalyKind.COUNT_MISMATCH, over=True))
+    return assemble(
+        guarantee,
+        findings,
+        end_detail=end,
+        drained=facts.drained,
+        stats={
+            "events": len(history.events),
+            "appended": len(facts.appends),
+            "acknowledged": len(facts.acks),
+            "observed_outputs": len(facts.log_observes),
+            "expected_effects": expected_effects,
+            "duplicates": found[AnomalyKind.DUPLICATE].count,
+            "lost": found[AnomalyKind.LOST].count,
+        },
     )
-
-
-def _stats(
-    *,
-    events: int,
-    appended: int = 0,
-    acknowledged: int = 0,
-    observed_outputs: int = 0,
-    expected_effects: int = 0,
-    duplicates: int = 0,
-    lost: int = 0,
-) -> dict[str, int]:
-    return {
-        "events": events,
-        "appended": appended,
-        "acknowledged": acknowledged,
-        "observed_outputs": observed_outputs,
-        "expected_effects": expected_effects,
-        "duplicates": duplicates,
-        "lost": lost,
-    }
 
 
 class _Occurrences:
@@ -226,21 +182,14 @@ class _Occurrences:
         self.count = 0
         self._witnesses: list[Witness] = []
 
-    def add(self, witness: Witness, *, weight: int = 1) -> None:
+    def add(self, found: Witness, *, weight: int = 1) -> None:
         self.count += weight
-        self._witnesses.append(witness)
+        self._witnesses.append(found)
         if len(self._witnesses) > 8 * MAX_WITNESSES:
-            self._witnesses = self._best()
+            self._witnesses = list(best(self._witnesses))
 
-    def _best(self) -> list[Witness]:
-        return sorted(self._witnesses, key=lambda witness: witness.sort_key)[:MAX_WITNESSES]
-
-    def anomaly(self, kind: AnomalyKind) -> Anomaly:
-        return Anomaly(kind=kind, count=self.count, witnesses=tuple(self._best()))
-
-
-def _witness(records: Iterable[str], events: Iterable[int], detail: str) -> Witness:
-    return Witness(record_ids=tuple(records), events=tuple(sorted(set(events))), detail=detail)
+    def finding(self, kind: AnomalyKind, *, over: bool = False) -> Finding:
+        return Finding(kind, self.count, best(self._witnesses), over)
 
 
 @dataclass(slots=True)
@@ -307,6 +256,11 @@ class _Facts:
     def is_poison(self, record_id: str) -> bool:
         return self.appends[record_id].detail == POISON
 
+    def parts_of(self, record_id: str) -> int:
+        """How many effects ``record_id`` has: parts ``0 .. n - 1`` (its emits declare them;
+        a part is always below its emit's ``parts``, so they are contiguous)."""
+        return len(self.expected_parts(record_id))
+
     def expected_parts(self, record_id: str) -> list[int]:
         return sorted({0} | self.emitted_parts.get(record_id, set()))
 
@@ -330,56 +284,30 @@ def _check_effects(
     ``lost_records`` and returns the number of expected effects."""
     observed: dict[tuple[str, int], list[Event]] = defaultdict(list)
     unexpected = found[AnomalyKind.UNEXPECTED]
-    aborted = found[AnomalyKind.ABORTED_READ]
     for event in facts.log_observes:
         assert event.output_id is not None and event.part is not None
-        record_id = event.record_id
-        where = f"output {event.output_id} in sink {event.sink!r}"
-        if record_id is None:
-            unexpected.add(_witness((), (event.index,), f"{where} has no input record"))
-        elif record_id not in facts.acks:
-            append = facts.appends.get(record_id)
-            if append is None:
-                detail = f"{where} derives from record {record_id!r}, which was never appended"
-                unexpected.add(_witness((record_id,), (event.index,), detail))
-            else:
-                detail = (
-                    f"{where} derives from record {record_id!r}, appended at event "
-                    f"{append.index} but never acknowledged"
-                )
-                unexpected.add(_witness((record_id,), (event.index, append.index), detail))
+        odd = _unaccounted(facts, event)
+        if odd is not None:
+            unexpected.add(odd)
         else:
-            observed[(record_id, event.part)].append(event)
-        for emit in facts.emits_by_output.get(event.output_id, ()):
-            if emit.txn is not None and emit.txn in facts.aborts:
-                abort = facts.aborts[emit.txn]
-                detail = (
-                    f"{where} was emitted at event {emit.index} in transaction {emit.txn}, "
-                    f"which aborted at event {abort}"
-                )
-                records = () if record_id is None else (record_id,)
-                aborted.add(_witness(records, (event.index, emit.index, abort), detail))
-                break
+            assert event.record_id is not None
+            observed[(event.record_id, event.part)].append(event)
+        _check_aborted(facts, event, found[AnomalyKind.ABORTED_READ])
 
     lost = found[AnomalyKind.LOST]
     expected_effects = 0
     for record_id, ack_index in facts.acks.items():
+        if facts.is_poison(record_id):
+            continue
         parts = facts.expected_parts(record_id)
         expected_effects += len(parts)
-        if facts.is_poison(record_id) or not settled:
+        if not settled:
             continue
-        context = [ack_index]
-        for index in (facts.last_read.get(record_id), facts.last_emit.get(record_id)):
-            if index is not None:
-                context.append(index)
+        context = [ack_index, facts.last_read.get(record_id), facts.last_emit.get(record_id)]
         for part in parts:
             if (record_id, part) not in observed:
                 lost_records[record_id] = facts.appends[record_id]
-                detail = (
-                    f"record {record_id!r} part {part} was acknowledged at event {ack_index} "
-                    f"but no log sink shows it"
-                )
-                lost.add(_witness((record_id,), context, detail))
+                lost.add(witness((record_id,), context, wording.lost(record_id, part, ack_index)))
 
     duplicate = found[AnomalyKind.DUPLICATE]
     for (record_id, part), copies in observed.items():
@@ -390,22 +318,53 @@ def _check_effects(
         for output_id in outputs:
             assert output_id is not None
             events.extend(emit.index for emit in facts.emits_by_output.get(output_id, ()))
-        detail = (
-            f"record {record_id!r} part {part} was observed {len(copies)} times "
-            f"(outputs {', '.join(map(str, outputs))})"
-        )
-        duplicate.add(_witness((record_id,), events, detail), weight=len(copies) - 1)
+        detail = wording.duplicate(record_id, part, outputs)  # type: ignore[arg-type]
+        duplicate.add(witness((record_id,), events, detail), weight=len(copies) - 1)
     return expected_effects
 
 
+def _unaccounted(facts: _Facts, event: Event) -> Witness | None:
+    """The ``unexpected`` witness of a log-sink output its record's rules do not allow:
+    no record, a record never appended or never acknowledged, a poison record (it must
+    have no effect), or a part its record's emits do not declare; None when it is allowed."""
+    record_id, output_id, sink = event.record_id, event.output_id, event.sink
+    if record_id is None:
+        return witness((), (event.index,), wording.unexpected_no_record(output_id, sink))
+    append = facts.appends.get(record_id)
+    if append is None:
+        detail = wording.unexpected_not_appended(output_id, sink, record_id)
+        return witness((record_id,), (event.index,), detail)
+    if record_id not in facts.acks:
+        detail = wording.unexpected_unacknowledged(output_id, sink, record_id, append.index)
+        return witness((record_id,), (event.index, append.index), detail)
+    if facts.is_poison(record_id):
+        detail = wording.unexpected_poison(output_id, sink, record_id, append.index)
+        return witness((record_id,), (event.index, append.index), detail)
+    assert event.part is not None
+    parts = facts.parts_of(record_id)
+    if event.part >= parts:
+        detail = wording.unexpected_part(output_id, sink, record_id, event.part, parts)
+        return witness((record_id,), (event.index, append.index), detail)
+    return None
+
+
+def _check_aborted(facts: _Facts, event: Event, aborted: _Occurrences) -> None:
+    """aborted-read: the observed output was emitted in a transaction that aborted."""
+    assert event.output_id is not None
+    for emit in facts.emits_by_output.get(event.output_id, ()):
+        if emit.txn is not None and emit.txn in facts.aborts:
+            abort = facts.aborts[emit.txn]
+            detail = wording.aborted_read(event.output_id, event.sink, emit.index, emit.txn, abort)
+            records = () if event.record_id is None else (event.record_id,)
+            aborted.add(witness(records, (event.index, emit.index, abort), detail))
+            break
+
+
 def _check_aggregates(
-    facts: _Facts,
-    guarantee: Guarantee,
-    failing: _Occurrences,
-    tolerated: _Occurrences,
-    settled: bool,
+    facts: _Facts, under: _Occurrences, over: _Occurrences, settled: bool
 ) -> None:
-    """count-mismatch over the table sinks that declare an aggregate."""
+    """count-mismatch over the table sinks that declare an aggregate, split by side (the
+    observed value below or above the expected one; the policy decides what each breaks)."""
     meta = facts.history.meta
     aggregated = sorted(
         name
@@ -432,24 +391,16 @@ def _check_aggregates(
         for key in sorted(set(expected_by_key) | set(observes)):
             expected = expected_by_key.get(key, 0)
             observe = observes.get(key)
-            events: tuple[int, ...] = ()
-            if observe is None:
-                observed, shown = 0, "observed 0 (key absent)"
-            else:
-                assert observe.value is not None
-                observed, events = observe.value, (observe.index,)
-                shown = f"observed {observed}"
+            value = None if observe is None else observe.value
+            observed = 0 if value is None else value
             if observed == expected or (observed < expected and not settled):
                 continue
-            witness = _witness(
+            found = witness(
                 sorted(records.get(key, ()))[:MAX_WITNESSES],
-                events,
-                f"sink {sink} key {key}: expected {expected}, {shown}",
+                () if observe is None else (observe.index,),
+                wording.count_mismatch(sink, key, expected, value),
             )
-            if observed > expected and guarantee is Guarantee.AT_LEAST_ONCE:
-                tolerated.add(witness)
-            else:
-                failing.add(witness)
+            (over if observed > expected else under).add(found)
 
 
 def _check_order(facts: _Facts, nonmonotonic: _Occurrences) -> None:
@@ -472,13 +423,16 @@ def _check_order(facts: _Facts, nonmonotonic: _Occurrences) -> None:
         stream = (event.sink, append.partition)
         previous = last.get(stream)
         if previous is not None and append.offset < previous[0]:
-            detail = (
-                f"sink {event.sink!r} shows record {event.record_id!r} (offset {append.offset} "
-                f"of partition {append.partition!r}) after record {previous[1]!r} "
-                f"(offset {previous[0]})"
+            detail = wording.nonmonotonic(
+                event.sink,
+                event.record_id,
+                append.offset,
+                append.partition,
+                previous[1],
+                previous[0],
             )
             nonmonotonic.add(
-                _witness((previous[1], event.record_id), (previous[2], event.index), detail)
+                witness((previous[1], event.record_id), (previous[2], event.index), detail)
             )
         last[stream] = (append.offset, event.record_id, event.index)
 
@@ -504,26 +458,21 @@ def _check_skips(facts: _Facts, skip: _Occurrences) -> None:
             fetch = fetched.pop(stream, None)
             if fetch is not None:
                 before, fetch_offset = fetch
+                since = wording.since_fetch(fetch_offset, before)
                 if fetch_offset is None:
                     low = max(0, truncated.get(event.partition, 0))
-                    since = f"a fetch that found no stored offset (event {before})"
                 else:
                     low = fetch_offset
-                    since = f"a fetch of offset {low} (event {before})"
             elif stream in previous:
                 last_offset, before = previous[stream]
                 low = last_offset + 1
-                since = f"a read of offset {last_offset} (event {before})"
+                since = wording.since_read(last_offset, before)
             else:
                 low = offset
             if offset > low:
                 records, skipped = facts.records_between(event.partition, low, offset)
-                detail = (
-                    f"process {event.process} read offset {offset} of partition "
-                    f"{event.partition!r} after {since}: offsets {low} to {offset - 1} skipped "
-                    f"({skipped} appended records)"
-                )
-                skip.add(_witness(records, (before, event.index), detail))
+                detail = wording.skip(event.process, offset, event.partition, since, low, skipped)
+                skip.add(witness(records, (before, event.index), detail))
             previous[stream] = (offset, event.index)
 
 
@@ -541,8 +490,8 @@ def _check_offsets(
         kind = event.kind
         if kind is _K.READ:
             assert event.partition is not None and event.offset is not None
-            best = highest_read.get(event.partition)
-            if best is None or event.offset > best[0]:
+            top = highest_read.get(event.partition)
+            if top is None or event.offset > top[0]:
                 highest_read[event.partition] = (event.offset, event.index)
         elif kind is _K.ROLLBACK:
             assert event.partition is not None
@@ -551,25 +500,27 @@ def _check_offsets(
             assert event.partition is not None and event.offset is not None
             partition, offset = event.partition, event.offset
             commits[partition].append(event)
-            best = highest_read.get(partition)
-            limit = 0 if best is None else best[0] + 1
+            top = highest_read.get(partition)
+            limit = 0 if top is None else top[0] + 1
             if offset > limit:
                 records, _ = facts.records_between(partition, limit, offset)
-                read = "nothing" if best is None else f"offset {best[0]} (event {best[1]})"
-                detail = (
-                    f"process {event.process} committed offset {offset} of partition "
-                    f"{partition!r}, but the highest offset read before it was {read}"
+                assert event.process is not None
+                detail = wording.ahead_of_reads(
+                    event.process,
+                    offset,
+                    partition,
+                    None if top is None else top[0],
+                    None if top is None else top[1],
                 )
-                events = [event.index] if best is None else [best[1], event.index]
-                ahead.add(_witness(records, events, detail))
+                events = [event.index] if top is None else [top[1], event.index]
+                ahead.add(witness(records, events, detail))
             previous = stored.get(partition)
             if previous is not None and previous[0] is not None and offset < previous[0]:
-                detail = (
-                    f"process {event.process} committed offset {offset} of partition "
-                    f"{partition!r}, below the stored offset {previous[0]} set at event "
-                    f"{previous[1]}"
+                assert event.process is not None
+                detail = wording.regression(
+                    event.process, offset, partition, previous[0], previous[1]
                 )
-                regression.add(_witness((), (previous[1], event.index), detail))
+                regression.add(witness((), (previous[1], event.index), detail))
             stored[partition] = (offset, event.index)
 
     running_max: dict[str, list[int]] = {}
@@ -586,8 +537,8 @@ def _check_offsets(
         if position == len(maxima):
             continue
         commit = commits[append.partition][position]
-        detail = (
-            f"process {commit.process} committed offset {commit.offset} of partition "
-            f"{append.partition!r}, past lost record {record_id!r} at offset {append.offset}"
+        assert commit.process is not None and commit.offset is not None
+        detail = wording.past_lost(
+            commit.process, commit.offset, append.partition, record_id, append.offset
         )
-        ahead.add(_witness((record_id,), (commit.index,), detail))
+        ahead.add(witness((record_id,), (commit.index,), detail))

@@ -7,13 +7,15 @@ index and the bad value, and never raises, whatever the history holds.
 
 from __future__ import annotations
 
-import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from harness.check import wording
 from harness.history.events import (
+    INT_FIELDS,
     REQUIRED_FIELDS,
     SCHEMA_VERSION,
+    STR_FIELDS,
     Aggregate,
     Event,
     EventKind,
@@ -28,22 +30,10 @@ __all__ = ["MAX_PROBLEMS", "validate"]
 MAX_PROBLEMS: Final = 20
 """:func:`validate` stops after this many problems (and says so in one more line)."""
 
-_INT_FIELDS: Final = ("process", "offset", "part", "parts", "value", "output_id", "txn")
-_STR_FIELDS: Final = ("partition", "record_id", "key", "sink", "dlsn", "detail")
+_INT_FIELDS: Final = INT_FIELDS
+_STR_FIELDS: Final = STR_FIELDS
 
-_short = reprlib.Repr()
-_short.maxstring = 60
-_short.maxother = 60
-_short.maxlist = 6
-_short.maxtuple = 6
-
-
-def _show(value: object) -> str:
-    """``repr`` of a value, cut short; never raises."""
-    try:
-        return _short.repr(value)
-    except Exception:  # a garbage object whose __repr__ fails still gets a message
-        return f"<unprintable {type(value).__name__}>"
+_show = wording.show
 
 
 def _is_int(value: object) -> bool:
@@ -86,7 +76,7 @@ def validate(history: History) -> list[str]:
     try:
         _validate(history, problems)
     except _TooMany:
-        problems.items.append(f"(stopped after {MAX_PROBLEMS} problems; there may be more)")
+        problems.items.append(wording.stopped_after(MAX_PROBLEMS))
     return problems.items
 
 
@@ -97,7 +87,7 @@ def _validate(history: object, problems: _Problems) -> None:
         problems.add(f"history.events must be a sequence of Event, got {_show(events)}")
         return
     if not events:
-        problems.add("the history has no events; it needs at least its end event")
+        problems.add(wording.EMPTY_HISTORY)
         return
 
     appended: dict[str, tuple[str, int, int]] = {}
@@ -109,29 +99,20 @@ def _validate(history: object, problems: _Problems) -> None:
             problems.add(f"event {i} is not an Event: {_show(event)}")
             continue
         if not _is_int(event.index) or event.index != i:
-            problems.add(
-                f"event {i} has index {_show(event.index)}; events must be numbered "
-                f"0, 1, 2, ... in order"
-            )
+            problems.add(wording.index_out_of_order(i, event.index))
         kind: object = event.kind
         if not isinstance(kind, EventKind):
-            problems.add(
-                f"event {i} has kind {_show(kind)}, which is not an EventKind "
-                f"(one of {', '.join(k.value for k in EventKind)})"
-            )
+            problems.add(wording.kind_unknown(i, kind))
             continue
         if kind is EventKind.END:
             ends.append(i)
         elif kind is EventKind.DRAIN:
             drains.append(i)
-        where = f"event {i} ({kind.value})"
+        where = wording.where(i, kind.value)
         if not _fields_ok(event, where, problems):
             continue
         if event.partition is not None and event.partition not in partitions:
-            problems.add(
-                f"{where} names partition {event.partition!r}, which is not in "
-                f"meta.partitions {sorted(partitions)}"
-            )
+            problems.add(wording.undeclared_partition(where, event.partition, partitions))
             continue
         if kind is EventKind.APPEND:
             _check_append(event, where, appended, last_offset, problems)
@@ -147,19 +128,13 @@ def _validate(history: object, problems: _Problems) -> None:
 
     last = len(events) - 1
     if not ends:
-        problems.add("the history has no end event; its last event must be 'end'")
+        problems.add(wording.NO_END)
     elif len(ends) > 1:
-        problems.add(
-            f"the history has {len(ends)} end events (events {', '.join(map(str, ends))}); "
-            f"it must have exactly one, the last"
-        )
+        problems.add(wording.many_ends(ends))
     elif ends[0] != last:
-        problems.add(f"event {ends[0]} (end) is not the last event; the history goes on to {last}")
+        problems.add(wording.end_not_last(ends[0], last))
     if len(drains) > 1:
-        problems.add(
-            f"the history has {len(drains)} drain events (events "
-            f"{', '.join(map(str, drains))}); it may have at most one"
-        )
+        problems.add(wording.many_drains(drains))
 
 
 def _validate_meta(meta: object, problems: _Problems) -> tuple[frozenset[str], dict[str, SinkKind]]:
@@ -208,26 +183,26 @@ def _fields_ok(event: Event, where: str, problems: _Problems) -> bool:
         value = getattr(event, name)
         if value is None:
             if name in required:
-                problems.add(f"{where} is missing {name}")
+                problems.add(wording.field_missing(where, name))
                 ok = False
         elif name in _INT_FIELDS and not _is_int(value):
-            problems.add(f"{where} has {name} {_show(value)}; it must be an int")
+            problems.add(wording.field_type(where, name, value, "int"))
             ok = False
         elif name in _STR_FIELDS and not isinstance(value, str):
-            problems.add(f"{where} has {name} {_show(value)}; it must be a str")
+            problems.add(wording.field_type(where, name, value, "str"))
             ok = False
     if not ok:
         return False
     for name in ("offset", "part"):
         value = getattr(event, name)
         if value is not None and value < 0:
-            problems.add(f"{where} has {name} {value}; it must not be negative")
+            problems.add(wording.negative(where, name, value))
             ok = False
     if event.parts is not None and event.parts < 1:
-        problems.add(f"{where} has parts {event.parts}; it must be at least 1")
+        problems.add(wording.parts_too_low(where, event.parts))
         ok = False
     elif event.parts is not None and event.part is not None and event.part >= event.parts:
-        problems.add(f"{where} has part {event.part} of parts {event.parts}; part must be below")
+        problems.add(wording.part_not_below(where, event.part, event.parts))
         ok = False
     return ok
 
@@ -243,18 +218,14 @@ def _check_append(
     assert event.offset is not None
     earlier = appended.get(event.record_id)
     if earlier is not None:
-        problems.add(
-            f"{where} appends record {event.record_id!r} again; it was appended at event "
-            f"{earlier[2]} and record ids must be unique"
-        )
+        problems.add(wording.append_again(where, event.record_id, earlier[2]))
         return
     # Compared with the last *acknowledged* offset: an append the producer never got
     # acknowledged was discarded by the log, and the next append takes its position again.
     previous = last_offset.get(event.partition)
     if previous is not None and event.offset <= previous[0]:
         problems.add(
-            f"{where} appends at offset {event.offset} of partition {event.partition!r}, not "
-            f"above offset {previous[0]} acknowledged at event {previous[1]}"
+            wording.append_not_above(where, event.offset, event.partition, previous[0], previous[1])
         )
         return
     appended[event.record_id] = (event.partition, event.offset, event.index)
@@ -269,13 +240,19 @@ def _check_appended(
     assert event.record_id is not None
     placed = appended.get(event.record_id)
     if placed is None:
-        problems.add(f"{where} names record {event.record_id!r}, which was not appended before it")
+        problems.add(wording.not_appended(where, event.record_id))
         return False
     if (event.partition, event.offset) != placed[:2]:
         problems.add(
-            f"{where} places record {event.record_id!r} at partition {event.partition!r} "
-            f"offset {event.offset}, but event {placed[2]} appended it at partition "
-            f"{placed[0]!r} offset {placed[1]}"
+            wording.misplaced(
+                where,
+                event.record_id,
+                event.partition,
+                event.offset,
+                placed[2],
+                placed[0],
+                placed[1],
+            )
         )
         return False
     return True
@@ -287,27 +264,17 @@ def _check_sink(
     assert event.sink is not None
     sink_kind = sinks.get(event.sink)
     if sink_kind is None:
-        problems.add(
-            f"{where} names sink {event.sink!r}, which is not declared in meta.sinks "
-            f"{sorted(sinks)}"
-        )
+        problems.add(wording.undeclared_sink(where, event.sink, sinks))
         return
     if event.kind is EventKind.PUT and sink_kind is not SinkKind.TABLE:
-        problems.add(f"{where} puts into sink {event.sink!r}, which is a log, not a table")
+        problems.add(wording.put_into_log(where, event.sink))
     elif event.kind is EventKind.OBSERVE:
         if sink_kind is SinkKind.LOG:
             if event.output_id is None or event.part is None:
                 problems.add(
-                    f"{where} observes log sink {event.sink!r} without output_id and part "
-                    f"(got output_id {event.output_id!r}, part {event.part!r})"
+                    wording.observe_log_fields(where, event.sink, event.output_id, event.part)
                 )
         elif event.output_id is not None:
-            problems.add(
-                f"{where} observes output {event.output_id} in sink {event.sink!r}, which is a "
-                f"table, not a log"
-            )
+            problems.add(wording.observe_output_in_table(where, event.output_id, event.sink))
         elif event.key is None or event.value is None:
-            problems.add(
-                f"{where} observes table sink {event.sink!r} without key and value "
-                f"(got key {event.key!r}, value {event.value!r})"
-            )
+            problems.add(wording.observe_table_fields(where, event.sink, event.key, event.value))

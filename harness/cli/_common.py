@@ -11,18 +11,23 @@ from typing import TYPE_CHECKING, Any, Final
 from harness.errors import ConfigError
 
 if TYPE_CHECKING:
+    import argparse
+
     from harness.catalogue.subject import Scenario
     from harness.check import Status, Verdict
+    from harness.sim.budget import RunBudget
 
 __all__ = [
     "EXIT_INVALID",
     "EXIT_OK",
     "EXIT_UNKNOWN",
     "GUARANTEES",
+    "add_run_budget",
     "exit_code",
     "load_scenarios",
     "parse_faults",
     "print_output",
+    "run_budget",
 ]
 
 EXIT_OK: Final = 0
@@ -65,3 +70,30 @@ def print_output(command: str, status: Status | str, summary: str, **fields: Any
     text = render_output(command, status, summary, **fields)
     print(text)
     return text
+
+
+def add_run_budget(parser: argparse.ArgumentParser) -> None:
+    """Declare ``--run-calls`` and ``--run-seconds``: what one simulated run may spend."""
+    parser.add_argument(
+        "--run-calls",
+        type=int,
+        default=None,
+        help="calls into the world one run may make before it ends UNKNOWN (default 1000000)",
+    )
+    parser.add_argument(
+        "--run-seconds",
+        type=float,
+        default=None,
+        help="wall-clock seconds one run may take before it ends UNKNOWN (default 60)",
+    )
+
+
+def run_budget(args: argparse.Namespace, base: RunBudget | None = None) -> RunBudget:
+    """``base`` (default: the default run budget) with ``--run-calls``/``--run-seconds``."""
+    from harness.sim.budget import DEFAULT_RUN_BUDGET, RunBudget
+
+    base = DEFAULT_RUN_BUDGET if base is None else base
+    return RunBudget(
+        calls=base.calls if args.run_calls is None else args.run_calls,
+        seconds=base.seconds if args.run_seconds is None else args.run_seconds,
+    )

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Final
 
-from harness.cli._common import exit_code, print_output
+from harness.cli._common import add_run_budget, exit_code, print_output, run_budget
 
 __all__ = ["DESCRIPTION", "add_arguments", "main"]
 
@@ -24,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--history", type=Path, default=None, help="also write the history (.jsonl or .parquet)"
     )
+    add_run_budget(parser)
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
 
@@ -32,7 +33,7 @@ def main(args: argparse.Namespace) -> int:
     from harness.runner import Replay, replay
 
     spec = Replay.load(args.file)
-    history, verdict = replay(spec)
+    history, verdict = replay(spec, budget=run_budget(args))
     if args.history is not None:
         from harness.history.io import write_history
 

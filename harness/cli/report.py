@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Print the text report (and write the files); returns the verdict's exit code."""
-    from harness.report import render_text, write_report
+    from harness.report import gather, render_text, write_report
 
     source = str(args.source)
     if source.endswith((".jsonl", ".parquet")):
@@ -70,15 +70,10 @@ def main(args: argparse.Namespace) -> int:
         }
     from harness.report.live import emit
 
-    emit(render_text(verdict, history, **details))
+    facts = gather(verdict, history, **details)
+    emit(render_text(facts))
     if args.out is not None:
-        written = write_report(
-            args.out,
-            verdict=verdict,
-            history=history,
-            formats=args.format or ("txt", "json", "html"),
-            **details,
-        )
+        written = write_report(args.out, facts, formats=args.format or ("txt", "json", "html"))
         for path in written.values():
             print(f"wrote {path}", file=sys.stderr)
     return exit_code(verdict)

@@ -18,10 +18,12 @@ from harness.cli._common import (
     EXIT_INVALID,
     EXIT_OK,
     GUARANTEES,
+    add_run_budget,
     exit_code,
     load_scenarios,
     parse_faults,
     print_output,
+    run_budget,
 )
 from harness.errors import ConfigError
 
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from harness.catalogue.matrix import VariantResult
     from harness.catalogue.subject import Scenario
     from harness.search.profiles import Profile
+    from harness.sim.budget import RunBudget
     from harness.sim.world import Backend
 
 __all__ = ["DESCRIPTION", "add_arguments", "main"]
@@ -79,6 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "partition, 3 keys, one log sink 'out')",
     )
     parser.add_argument("--faults", default=None, help="comma-separated faults (default: all)")
+    add_run_budget(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument(
         "--markdown", type=Path, default=None, help="also write the matrix as a Markdown table"
@@ -130,7 +134,9 @@ def main(args: argparse.Namespace) -> int:
         budget = dataclasses.replace(budget, max_examples=args.examples)
     scenarios = _scenarios(args)
     if scenarios is None:
-        return _run_processor(args, budget.max_examples, budget.max_steps)
+        return _run_processor(
+            args, budget.max_examples, budget.max_steps, run_budget(args, budget.run_budget)
+        )
     return _run_matrix(args, budget, scenarios)
 
 
@@ -193,7 +199,9 @@ def _run_matrix(args: argparse.Namespace, budget: Profile, scenarios: list[Scena
     return EXIT_INVALID if bad else EXIT_OK
 
 
-def _run_processor(args: argparse.Namespace, max_examples: int, max_steps: int) -> int:
+def _run_processor(
+    args: argparse.Namespace, max_examples: int, max_steps: int, budget: RunBudget
+) -> int:
     from harness._progress import watching
     from harness.report.live import LiveProgress, emit
     from harness.runner import CounterexampleFound, explore, load_processor
@@ -241,6 +249,7 @@ def _run_processor(args: argparse.Namespace, max_examples: int, max_steps: int) 
                 faults=parse_faults(args.faults),
                 seed=args.seed,
                 failures_dir=args.failures_dir,
+                budget=budget,
             )
     except CounterexampleFound as exc:
         if args.json:

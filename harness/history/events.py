@@ -25,10 +25,16 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
 __all__ = [
-    "POISON",
     "EVENT_FIELDS",
+    "INT_FIELDS",
+    "POISON",
     "REQUIRED_FIELDS",
     "SCHEMA_VERSION",
+    "STR_FIELDS",
+    "AppendDetail",
+    "CrashDetail",
+    "EndDetail",
+    "ReadDetail",
     "Event",
     "EventKind",
     "History",
@@ -40,9 +46,39 @@ __all__ = [
 
 SCHEMA_VERSION: Final = 1
 
-POISON: Final = "poison"
-"""``append`` detail of a record whose payload does not deserialize: it is expected to have
-no effect (no output, not counted), only to be moved past."""
+
+class AppendDetail(str, enum.Enum):
+    """The ``detail`` vocabulary of ``append`` events (null: an ordinary record)."""
+
+    POISON = "poison"
+    """The payload does not deserialize: the record is expected to have no effect (no
+    output, not counted), only to be moved past."""
+
+
+class ReadDetail(str, enum.Enum):
+    """The ``detail`` vocabulary of ``read`` events (null: an ordinary delivery)."""
+
+    REDELIVERED = "redelivered"
+    """A duplicate delivery injected by the schedule."""
+
+
+class CrashDetail(str, enum.Enum):
+    """The ``detail`` of ``crash`` events: what the crash took with it."""
+
+    PROCESS = "process"
+    MACHINE = "machine"
+
+
+class EndDetail(str, enum.Enum):
+    """The ``detail`` of the ``end`` event: ``complete``, or ``incomplete: <reason>``."""
+
+    COMPLETE = "complete"
+    INCOMPLETE = "incomplete"
+    """Prefix of the detail of a run that did not finish (``incomplete: <reason>``)."""
+
+
+POISON: Final = AppendDetail.POISON.value
+"""``append`` detail of a poison record (:attr:`AppendDetail.POISON`), as a plain string."""
 
 
 class EventKind(str, enum.Enum):
@@ -107,6 +143,12 @@ EVENT_FIELDS: Final = (
     "detail",
 )
 """Column order of the flat schema (JSONL keys, Parquet columns)."""
+
+INT_FIELDS: Final = ("process", "offset", "part", "parts", "value", "output_id", "txn")
+"""The optional integer fields (64-bit in Parquet), in the order validators report them."""
+STR_FIELDS: Final = ("partition", "record_id", "key", "sink", "dlsn", "detail")
+"""The optional string fields, reported after :data:`INT_FIELDS`. ``index`` (an int) and
+``kind`` (an :class:`EventKind` value) are never null."""
 
 _K = EventKind
 REQUIRED_FIELDS: Final[Mapping[EventKind, tuple[str, ...]]] = {

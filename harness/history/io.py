@@ -34,6 +34,7 @@ from typing import IO, Any, Final, NoReturn, TypeAlias
 from harness.errors import ConfigError, CorruptData, MissingDependency
 from harness.history.events import (
     EVENT_FIELDS,
+    INT_FIELDS,
     SCHEMA_VERSION,
     Aggregate,
     Event,
@@ -66,9 +67,7 @@ PARQUET_METADATA_KEY: Final = b"harness.history"
 SUFFIXES: Final = (".jsonl", ".parquet")
 """File suffixes that :func:`write_history` and :func:`read_history` understand."""
 
-_INT_FIELDS: Final = frozenset(
-    {"index", "process", "offset", "part", "parts", "value", "output_id", "txn"}
-)
+_INT_FIELDS: Final = frozenset({"index", *INT_FIELDS})
 _NOT_NULL: Final = frozenset({"index", "kind"})
 _FIELD_SET: Final = frozenset(EVENT_FIELDS)
 _INT64_MIN: Final = -(2**63)

@@ -14,12 +14,14 @@ from harness.check.verdict import Anomaly, Status, Verdict
 from harness.errors import ConfigError, HarnessError
 from harness.faults.schedule import Schedule
 from harness.history.events import Event, EventKind, History
+from harness.report.subject import ProcessorError, Reported
 
 __all__ = [
     "ReportFacts",
     "anomalous_events",
     "anomalous_records",
     "anomalous_table_keys",
+    "as_facts",
     "clip",
     "event_line",
     "gather",
@@ -35,7 +37,8 @@ CLIP: Final = 40
 @final
 @dataclass(frozen=True, slots=True)
 class ReportFacts:
-    """Everything a report shows, resolved from explicit arguments and the history's header."""
+    """Everything a report shows, resolved once (by :func:`gather`) from the thing reported,
+    explicit overrides and the history's header. Every renderer takes one."""
 
     verdict: Verdict
     history: History | None
@@ -46,16 +49,45 @@ class ReportFacts:
     backend: str | None
     run_id: str | None
     title: str
+    processor_errors: tuple[ProcessorError, ...] = ()
 
 
 def _check_type(name: str, value: object, kind: type | tuple[type, ...], what: str) -> None:
     if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-        raise ConfigError(f"{name} must be {what} or None, got {value!r}")
+        raise ConfigError(f"{name} must be {what} or None, got {value!r:.80}")
+
+
+def _subject_fields(subject: object) -> dict[str, Any]:
+    if isinstance(subject, Verdict):
+        return {"verdict": subject}
+    verdict = getattr(subject, "verdict", None)
+    if not isinstance(verdict, Verdict):
+        raise ConfigError(
+            "a report needs a harness.Verdict, or a checked run with a verdict (such as "
+            f"CounterexampleFound.failure or harness.report.Checked), got {subject!r:.80}"
+        )
+    fields = {name: getattr(subject, name, None) for name in _SUBJECT_FIELDS}
+    errors = getattr(subject, "processor_errors", ())
+    if not isinstance(errors, tuple) or not all(isinstance(e, ProcessorError) for e in errors):
+        raise ConfigError(f"processor_errors must be a tuple of ProcessorError, got {errors!r:.80}")
+    fields["processor_errors"] = errors
+    return fields
+
+
+_SUBJECT_FIELDS: Final = (
+    "verdict",
+    "history",
+    "schedule",
+    "seed",
+    "replay_command",
+    "processor",
+    "backend",
+)
 
 
 def gather(
-    verdict: Verdict,
-    history: History | None,
+    subject: Reported | Verdict,
+    history: History | None = None,
     *,
     schedule: Schedule | None = None,
     seed: int | None = None,
@@ -64,46 +96,57 @@ def gather(
     processor: str | None = None,
     backend: str | None = None,
 ) -> ReportFacts:
-    """Check the arguments and fill what was not given from ``history.meta.extra``."""
-    if not isinstance(verdict, Verdict):
-        raise ConfigError(f"verdict must be a harness.Verdict, got {verdict!r:.80}")
+    """The facts of a report on ``subject``: a :class:`Reported` run (its fields are used)
+    or a bare :class:`Verdict`. Explicit arguments override the subject's fields; what is
+    still missing comes from ``history.meta.extra``; the title defaults to the processor."""
+    given: dict[str, Any] = _subject_fields(subject)
+    overrides = {
+        "history": history,
+        "schedule": schedule,
+        "seed": seed,
+        "replay_command": replay_command,
+        "processor": processor,
+        "backend": backend,
+    }
+    given.update({name: value for name, value in overrides.items() if value is not None})
+    history = given.get("history")
     if history is not None and not isinstance(history, History):
         raise ConfigError(f"history must be a harness.History or None, got {history!r:.80}")
+    schedule = given.get("schedule")
     if schedule is not None and not isinstance(schedule, Schedule):
         raise ConfigError(f"schedule must be a harness.Schedule or None, got {schedule!r:.80}")
-    _check_type("seed", seed, int, "an int")
-    for name, value in (
-        ("replay_command", replay_command),
-        ("title", title),
-        ("processor", processor),
-        ("backend", backend),
-    ):
-        _check_type(name, value, str, "a str")
+    _check_type("seed", given.get("seed"), int, "an int")
+    for name in ("replay_command", "processor", "backend"):
+        _check_type(name, given.get(name), str, "a str")
+    _check_type("title", title, str, "a str")
     extra: Mapping[str, Any] = {} if history is None else history.meta.extra
-    if processor is None and isinstance(extra.get("processor"), str):
-        processor = extra["processor"]
-    if backend is None and isinstance(extra.get("backend"), str):
-        backend = extra["backend"]
-    if seed is None and type(extra.get("seed")) is int:
-        seed = extra["seed"]
+    for name in ("processor", "backend"):
+        if given.get(name) is None and isinstance(extra.get(name), str):
+            given[name] = extra[name]
+    if given.get("seed") is None and type(extra.get("seed")) is int:
+        given["seed"] = extra["seed"]
     if schedule is None and extra.get("schedule") is not None:
         try:
             schedule = Schedule.from_json(extra["schedule"])
         except HarnessError:
             schedule = None  # a report of a damaged history still renders; it just lacks steps
-    if title is None:
-        title = processor or "unnamed processor"
     return ReportFacts(
-        verdict=verdict,
+        verdict=given["verdict"],
         history=history,
         schedule=schedule,
-        seed=seed,
-        replay_command=replay_command,
-        processor=processor,
-        backend=backend,
+        seed=given.get("seed"),
+        replay_command=given.get("replay_command"),
+        processor=given.get("processor"),
+        backend=given.get("backend"),
         run_id=None if history is None else history.meta.run_id,
-        title=title,
+        title=title if title is not None else given.get("processor") or "unnamed processor",
+        processor_errors=given.get("processor_errors", ()),
     )
+
+
+def as_facts(subject: ReportFacts | Reported | Verdict) -> ReportFacts:
+    """``subject`` itself when it is :class:`ReportFacts`, else :func:`gather` of it."""
+    return subject if isinstance(subject, ReportFacts) else gather(subject)
 
 
 def headline(facts: ReportFacts) -> str:

@@ -2,7 +2,11 @@
 
 One lane per processor instance (and one for the producer, the offset store and each sink)
 in logical time, a mark per event, the anomalies' witnesses in red, the anomaly panel, the
-schedule, the replay command and every event in a table. Everything is inline: the page
+schedule, the replay command and every event in a table. A history too large to draw
+(:data:`~harness.report._window.FULL_EVENTS`) is capped: the timeline and the table show
+the neighbourhood of each witness and the run's crash/restart skeleton, within a fixed
+budget, under an overview strip of the whole run, and the page says what it left out; its
+size does not grow with the history. Everything is inline: the page
 loads nothing, needs no server, and its Content-Security-Policy only allows its own style
 and script (by hash), so even a payload that escaped the escaping could not run.
 
@@ -18,85 +22,29 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from html import escape
 from typing import Any, Final
 
 from harness.check.verdict import Anomaly, Verdict
-from harness.faults.schedule import Schedule
-from harness.history.events import EVENT_FIELDS, Event, EventKind, History
+from harness.history.events import EVENT_FIELDS, EventKind, History
 from harness.report._facts import (
     ReportFacts,
     anomalous_events,
     anomalous_records,
     anomalous_table_keys,
-    clip,
+    as_facts,
     event_line,
-    gather,
     headline,
+    history_stats,
     is_related,
 )
+from harness.report._timeline import GLYPH, legend, overview, timeline
+from harness.report._timeline import lanes as timeline_lanes
+from harness.report._window import Window, window
 from harness.report.json_report import facts_json
+from harness.report.subject import Reported
 
 __all__ = ["render_html"]
-
-_K = EventKind
-
-_COL: Final = 28
-"""Width of one unit of logical time (one event), in pixels, for histories up to _DENSE."""
-_FEW: Final = 40
-_COL_WIDE: Final = 34
-_DENSE: Final = 1500
-_COL_DENSE: Final = 10
-_LANE_H: Final = 46
-_AXIS_H: Final = 30
-_PAD: Final = 12
-
-_GLYPH: Final[dict[EventKind, str]] = {
-    _K.APPEND: "+",
-    _K.ACK: "A",
-    _K.TRUNCATE: "T",
-    _K.START: "S",
-    _K.CRASH: "X",
-    _K.ROLLBACK: "B",
-    _K.ZOMBIE: "Z",
-    _K.ERROR: "!",
-    _K.FETCH: "F",
-    _K.READ: "R",
-    _K.EMIT: "E",
-    _K.PUT: "P",
-    _K.COMMIT: "C",
-    _K.TXN_BEGIN: "tb",
-    _K.TXN_COMMIT: "tc",
-    _K.TXN_ABORT: "ta",
-    _K.OBSERVE: "V",
-}
-"""The letter drawn in each kind's mark (``drain`` and ``end`` are vertical lines)."""
-
-_LEGEND_TEXT: Final[dict[EventKind, str]] = {
-    _K.APPEND: "append (producer writes)",
-    _K.ACK: "ack (producer's commit returned)",
-    _K.TRUNCATE: "truncate (retention)",
-    _K.START: "start / restart",
-    _K.CRASH: "crash",
-    _K.ROLLBACK: "rollback (unsynced offset lost)",
-    _K.ZOMBIE: "zombie (lost ownership)",
-    _K.ERROR: "error (exception)",
-    _K.FETCH: "fetch stored offset",
-    _K.READ: "read",
-    _K.EMIT: "emit output",
-    _K.PUT: "put table value",
-    _K.COMMIT: "commit offset",
-    _K.TXN_BEGIN: "txn begin",
-    _K.TXN_COMMIT: "txn commit",
-    _K.TXN_ABORT: "txn abort",
-    _K.OBSERVE: "observed in sink (after drain)",
-}
-
-_FAULTS: Final = frozenset({_K.CRASH, _K.ERROR, _K.ZOMBIE, _K.ROLLBACK, _K.TRUNCATE})
-_PRODUCER: Final = frozenset({_K.APPEND, _K.ACK, _K.TRUNCATE})
-_GLOBAL: Final = frozenset({_K.DRAIN, _K.END})
 
 _STYLE: Final = """
 :root{--red:#dc2626;--red-dark:#7f1d1d;--red-soft:#fee2e2;--ink:#111827;--muted:#6b7280;
@@ -125,6 +73,7 @@ h3{font-size:15px;margin:0 0 6px}
 main{padding:12px 24px 40px;display:grid;grid-template-columns:minmax(0,1fr);gap:14px}
 .panel{border:1px solid var(--line);border-radius:8px;padding:12px 14px;background:#fff}
 #anomalies{border:2px solid var(--red)}
+#processor-errors{border:2px solid #d97706}
 #anomalies.none{border-color:var(--line)}
 #anomalies h2{color:var(--red)}
 #anomalies.none h2{color:var(--ink)}
@@ -198,6 +147,18 @@ word-break:break-all}
 table.events tr.anomalous td{background:#fecaca;color:var(--red-dark);font-weight:700}
 table.events tr.related td{background:var(--red-soft)}
 .muted{color:var(--muted)}
+.gap rect{fill:#e5e7eb;stroke:#9ca3af;stroke-dasharray:2 2}
+.gap text{fill:#374151;font-size:10px}
+table.events tr.gap td{background:var(--bg);color:var(--muted);font-style:italic}
+svg.overview{display:block;border:1px solid var(--line);border-radius:4px;cursor:pointer;
+margin-bottom:8px}
+.ov-bg{fill:var(--bg)}
+.ov-shown{fill:#c7d2fe}
+.ov-start{fill:#6b7280}
+.ov-fault{fill:#111827}
+.ov-drain{fill:#4338ca}
+.ov-bad{fill:var(--red)}
+.notice{background:#fef3c7;border:1px solid #d97706;border-radius:6px;padding:6px 10px}
 """
 
 _SCRIPT: Final = """
@@ -206,9 +167,10 @@ _SCRIPT: Final = """
   var data = JSON.parse(document.getElementById("report-data").textContent);
   var history = data.history || {};
   var rows = {};
-  (history.events || history.witness_events || []).forEach(function (row) {
-    rows[row.index] = row;
-  });
+  var drawn = document.getElementById("report-events");
+  var list = history.events || (drawn ? JSON.parse(drawn.textContent) : null) ||
+    history.witness_events || [];
+  list.forEach(function (row) { rows[row.index] = row; });
   var body = document.getElementById("event-detail-body");
   var marks = Array.prototype.slice.call(document.querySelectorAll("svg.lanes .mark"));
   function show(mark) {
@@ -272,6 +234,24 @@ _SCRIPT: Final = """
       }
     });
   });
+  var overview = document.getElementById("overview");
+  if (overview !== null) {
+    overview.addEventListener("click", function (event) {
+      var box = overview.getBoundingClientRect();
+      var at = (event.clientX - box.left) / box.width *
+        Number(overview.getAttribute("data-total"));
+      var best = null;
+      var distance = Infinity;
+      marks.forEach(function (m) {
+        var d = Math.abs(Number(m.getAttribute("data-index")) - at);
+        if (d < distance) { distance = d; best = m; }
+      });
+      if (best !== null) {
+        best.scrollIntoView({block: "nearest", inline: "center"});
+        show(best);
+      }
+    });
+  }
   var firstBad = document.querySelector("svg.lanes .mark.anomalous");
   if (firstBad !== null) {
     var scroller = document.querySelector(".scroller");
@@ -309,258 +289,6 @@ def script_json(value: Any) -> str:
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-@dataclass
-class _Lane:
-    key: str
-    name: str
-    note: str = ""
-    events: list[Event] = field(default_factory=list)
-
-
-def _lane_key(event: Event) -> str | None:
-    if event.kind in _GLOBAL:
-        return None
-    if event.process is not None:
-        return f"process-{event.process}"
-    if event.kind in _PRODUCER:
-        return "producer"
-    if event.kind is _K.ROLLBACK:
-        return "offsets"
-    if event.kind is _K.OBSERVE:
-        return f"sink-{event.sink}"
-    return "other"
-
-
-def _process_note(events: list[Event]) -> str:
-    notes = []
-    for event in events:
-        if event.kind is _K.START:
-            notes.append(f"start #{event.index}")
-        elif event.kind is _K.ZOMBIE:
-            notes.append(f"zombie #{event.index}")
-        elif event.kind is _K.CRASH:
-            notes.append(f"{event.detail or ''} crash #{event.index}".strip())
-        elif event.kind is _K.ERROR:
-            notes.append(f"error #{event.index}")
-    return ", ".join(notes)
-
-
-def _lanes(history: History) -> list[_Lane]:
-    by_key: dict[str, _Lane] = {}
-    for event in history.events:
-        key = _lane_key(event)
-        if key is None:
-            continue
-        lane = by_key.get(key)
-        if lane is None:
-            if key.startswith("process-"):
-                name = f"process {event.process}"
-            elif key.startswith("sink-"):
-                name = f"sink {event.sink}"
-            else:
-                name = {"producer": "producer", "offsets": "offset store"}.get(key, "other")
-            lane = by_key[key] = _Lane(key, name)
-        lane.events.append(event)
-
-    def order(lane: _Lane) -> tuple[int, int, str]:
-        if lane.key == "producer":
-            return (0, 0, "")
-        if lane.key.startswith("process-"):
-            return (1, lane.events[0].process or 0, "")
-        if lane.key == "offsets":
-            return (2, 0, "")
-        if lane.key.startswith("sink-"):
-            return (3, 0, lane.key)
-        return (4, 0, "")
-
-    lanes = sorted(by_key.values(), key=order)
-    for lane in lanes:
-        if lane.key.startswith("process-"):
-            lane.note = _process_note(lane.events)
-        elif lane.key == "producer":
-            acked = sum(1 for event in lane.events if event.kind is _K.ACK)
-            appended = sum(1 for event in lane.events if event.kind is _K.APPEND)
-            lane.note = f"{appended} appended, {acked} acked"
-        elif lane.key.startswith("sink-"):
-            lane.note = "contents after the drain"
-    return lanes
-
-
-def _kinds_by_event(anomalies: Iterable[Anomaly]) -> dict[int, list[str]]:
-    found: dict[int, list[str]] = {}
-    for anomaly in anomalies:
-        for witness in anomaly.witnesses:
-            for index in witness.events:
-                kinds = found.setdefault(index, [])
-                if anomaly.kind.value not in kinds:
-                    kinds.append(anomaly.kind.value)
-    return found
-
-
-def _shape(kind: EventKind, x: int, y: int, size: int) -> str:
-    h = size // 2
-    if kind in _FAULTS:
-        h += 2
-        points = f"{x},{y - h} {x + h},{y} {x},{y + h} {x - h},{y}"
-        return f'<polygon class="shape" points="{points}"/>'
-    if kind in (_K.APPEND, _K.ACK):
-        return f'<circle class="shape" cx="{x}" cy="{y}" r="{h}"/>'
-    return f'<rect class="shape" x="{x - h}" y="{y - h}" width="{size}" height="{size}" rx="4"/>'
-
-
-def _sub_label(event: Event) -> str | None:
-    if event.kind in (_K.PUT,) or (event.kind is _K.OBSERVE and event.record_id is None):
-        return None if event.key is None else event.key
-    return event.record_id
-
-
-def _svg(history: History, lanes: list[_Lane], verdict: Verdict) -> str:
-    n = len(history.events)
-    col = _COL_WIDE if n <= _FEW else _COL if n <= _DENSE else _COL_DENSE
-    letters = col >= 20
-    width = 2 * _PAD + max(n, 1) * col
-    height = _AXIS_H + len(lanes) * _LANE_H
-    lane_of = {lane.key: i for i, lane in enumerate(lanes)}
-    bad = _kinds_by_event(verdict.anomalies)
-    tolerated = _kinds_by_event(verdict.tolerated)
-    records = anomalous_records(verdict.anomalies)
-    table_keys = anomalous_table_keys(history, verdict.anomalies)
-
-    def cx(index: int) -> int:
-        return _PAD + index * col + col // 2
-
-    def cy(lane: int) -> int:
-        return _AXIS_H + lane * _LANE_H + _LANE_H // 2 - 5
-
-    out = [
-        f'<svg class="lanes" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="timeline">'
-    ]
-    for i, lane in enumerate(lanes):
-        top = _AXIS_H + i * _LANE_H
-        odd = " odd" if i % 2 else ""
-        out.append(
-            f'<rect class="lane-bg{odd}" data-lane="{_e(lane.key)}" x="0" y="{top}" '
-            f'width="{width}" height="{_LANE_H}"/>'
-            f'<line class="lane-sep" x1="0" y1="{top}" x2="{width}" y2="{top}"/>'
-        )
-    drain = next((e.index for e in history.events if e.kind is _K.DRAIN), None)
-    if drain is not None:
-        x = _PAD + drain * col
-        out.append(
-            f'<rect class="drain-bg" x="{x}" y="{_AXIS_H}" width="{width - x}" '
-            f'height="{height - _AXIS_H}"/>'
-        )
-    for index in sorted(bad):
-        if 0 <= index < n:
-            x = _PAD + index * col
-            out.append(
-                f'<rect class="band" x="{x}" y="0" width="{col}" height="{height}"/>'
-                f'<polygon class="band-flag" points="{x + 2},1 {x + col - 2},1 '
-                f'{x + col // 2},9"/>'
-            )
-    step = 1 if n <= 30 else 5 if n <= 300 else 10 if n <= _DENSE else 100
-    for index in range(0, n, step):
-        out.append(f'<text class="tick" x="{cx(index)}" y="22" text-anchor="middle">{index}</text>')
-    for event in history.events:
-        if event.kind in _GLOBAL:
-            x = cx(event.index)
-            label = "drain" if event.kind is _K.DRAIN else "end"
-            out.append(
-                f'<line class="vline" x1="{x}" y1="{_AXIS_H - 4}" x2="{x}" y2="{height}"/>'
-                f'<text class="vline-label" x="{x + 3}" y="{_AXIS_H + 10}">{label}</text>'
-            )
-    for i, lane in enumerate(lanes):
-        if not lane.key.startswith("process-"):
-            continue
-        first, last = lane.events[0].index, lane.events[-1].index
-        died = any(e.kind in (_K.CRASH, _K.ERROR) for e in lane.events)
-        if not died:
-            last = n - 1
-        zombie = next((e.index for e in lane.events if e.kind is _K.ZOMBIE), None)
-        y = cy(i)
-        split = last if zombie is None else zombie
-        out.append(f'<line class="life" x1="{cx(first)}" y1="{y}" x2="{cx(split)}" y2="{y}"/>')
-        if zombie is not None:
-            out.append(
-                f'<line class="life zombie" x1="{cx(zombie)}" y1="{y}" x2="{cx(last)}" y2="{y}"/>'
-            )
-    size = min(22, col - 4)
-    for event in history.events:
-        key = _lane_key(event)
-        if key is None:
-            continue
-        x, y = cx(event.index), cy(lane_of[key])
-        classes = ["mark", f"k-{event.kind.value}"]
-        why = bad.get(event.index, []) + [f"tolerated {k}" for k in tolerated.get(event.index, [])]
-        if event.index in bad:
-            classes.append("anomalous")
-        elif event.index in tolerated or is_related(event, records, table_keys):
-            classes.append("related")
-        if event.kind is _K.READ and event.detail == "redelivered":
-            classes.append("redelivered")
-        tip = event_line(event) + (f"  [witness of: {', '.join(why)}]" if why else "")
-        attrs = [
-            f'class="{" ".join(classes)}"',
-            f'id="ev-{event.index}"',
-            f'data-index="{event.index}"',
-            f'data-kind="{event.kind.value}"',
-            f'data-x="{x}"',
-            'tabindex="0"',
-        ]
-        if event.process is not None:
-            attrs.append(f'data-process="{event.process}"')
-        if event.record_id is not None:
-            attrs.append(f'data-record="{_e(event.record_id)}"')
-        if why:
-            attrs.append(f'data-anomalies="{_e(", ".join(why))}"')
-        parts = [f"<g {' '.join(attrs)}><title>{_e(tip)}</title>", _shape(event.kind, x, y, size)]
-        if letters:
-            parts.append(
-                f'<text x="{x}" y="{y + 4}" text-anchor="middle">{_GLYPH[event.kind]}</text>'
-            )
-            sub = _sub_label(event)
-            if sub is not None:
-                parts.append(
-                    f'<text class="sub" x="{x}" y="{y + 24}" text-anchor="middle">'
-                    f"{_e(clip(sub, 6))}</text>"
-                )
-        parts.append("</g>")
-        out.append("".join(parts))
-    out.append("</svg>")
-    return "".join(out)
-
-
-def _legend(kinds: Iterable[EventKind], redelivered: bool) -> str:
-    items = []
-    for kind in kinds:
-        shape = _shape(kind, 11, 11, 18)
-        items.append(
-            f'<span><svg width="22" height="22"><g class="mark k-{kind.value}">{shape}'
-            f'<text x="11" y="15" text-anchor="middle">{_GLYPH[kind]}</text></g></svg>'
-            f"{_e(_LEGEND_TEXT[kind])}</span>"
-        )
-    if redelivered:
-        items.append(
-            '<span><svg width="22" height="22"><g class="mark k-read redelivered">'
-            f'{_shape(_K.READ, 11, 11, 18)}<text x="11" y="15" text-anchor="middle">R</text>'
-            "</g></svg>read again (redelivered)</span>"
-        )
-    items.append(
-        '<span><svg width="22" height="22"><g class="mark anomalous k-read">'
-        f"{_shape(_K.READ, 11, 11, 18)}</g></svg><b>anomaly witness</b></span>"
-        '<span><svg width="22" height="22"><g class="mark related k-read">'
-        f"{_shape(_K.READ, 11, 11, 18)}</g></svg>same record as a witness</span>"
-        '<span><svg width="30" height="22"><line class="life" x1="2" y1="11" x2="28" y2="11"/>'
-        "</svg>instance alive</span>"
-        '<span><svg width="30" height="22"><line class="life zombie" x1="2" y1="11" x2="28" '
-        'y2="11"/></svg>zombie</span>'
-        '<span><svg width="14" height="22"><line class="vline" x1="7" y1="0" x2="7" y2="22"/>'
-        "</svg>drain / end</span>"
-    )
-    return f'<div class="legend" id="legend">{"".join(items)}</div>'
-
-
 def _anomaly_html(
     group: str, position: int, anomaly: Anomaly, history: History | None, tolerated: bool
 ) -> str:
@@ -588,6 +316,17 @@ def _anomaly_html(
                 out.append(f"<li>#{index} (not in the history)</li>")
         out.append("</ul></li>")
     out.append("</ol></article>")
+    return "".join(out)
+
+
+def _errors_panel(facts: ReportFacts) -> str:
+    if not facts.processor_errors:
+        return ""
+    out = ['<section id="processor-errors" class="panel">']
+    for error in facts.processor_errors:
+        head, *rest = error.lines()
+        out.append(f"<h2>{_e(head.rstrip(':'))}</h2><pre>{_e(chr(10).join(rest))}</pre>")
+    out.append("</section>")
     return "".join(out)
 
 
@@ -625,26 +364,55 @@ def _anomalies_panel(facts: ReportFacts) -> str:
     return "".join(out)
 
 
-def _events_table(history: History, verdict: Verdict) -> str:
+def _events_table(history: History, verdict: Verdict, win: Window) -> str:
     bad = anomalous_events(verdict.anomalies)
     records = anomalous_records(verdict.anomalies)
     table_keys = anomalous_table_keys(history, verdict.anomalies)
     head = "".join(f"<th>{name}</th>" for name in EVENT_FIELDS)
     rows = []
-    for event in history.events:
-        row = event.to_row()
+    expected = 0
+    for index in win.shown:
+        if index > expected:
+            rows.append(_gap_row(expected, index - expected))
+        event = history.events[index]
         cls = ""
         if event.index in bad:
             cls = ' class="anomalous"'
         elif is_related(event, records, table_keys):
             cls = ' class="related"'
-        cells = "".join("<td></td>" if v is None else f"<td>{_e(v)}</td>" for v in row.values())
+        cells = "".join(
+            "<td></td>" if v is None else f"<td>{_e(v)}</td>" for v in event.to_row().values()
+        )
         rows.append(f'<tr id="row-{event.index}"{cls}>{cells}</tr>')
+        expected = index + 1
+    if expected < win.total:
+        rows.append(_gap_row(expected, win.total - expected))
+    what = (
+        f"All {win.total} events" if not win.capped else f"{len(win.shown)} of {win.total:,} events"
+    )
     return (
-        f'<details id="events" class="panel"><summary><b>All {len(history.events)} events'
-        "</b> (witness rows in red)</summary>"
-        f'<table class="events"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
+        f'<details id="events" class="panel"><summary><b>{what}</b> (witness rows in red)'
+        f'</summary><table class="events"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
         "</tbody></table></details>"
+    )
+
+
+def _gap_row(first: int, count: int) -> str:
+    return (
+        f'<tr class="gap"><td colspan="{len(EVENT_FIELDS)}">{count:,} events not shown '
+        f"(#{first} to #{first + count - 1})</td></tr>"
+    )
+
+
+def _capped_note(win: Window) -> str:
+    return (
+        f'<p id="capped" class="notice">This history has {win.total:,} events, more than '
+        f"a page can draw: the timeline and the table show {len(win.shown):,} of them, the "
+        f"{win.radius} events either side of each witness event and "
+        f"{win.skeleton_shown:,} of the {win.skeleton:,} starts, crashes, errors and other "
+        "events that give the run its shape (the overview above marks all of them; click it "
+        "to jump to the nearest drawn event). The history file, and the JSON report with "
+        "<code>include_events</code>, have every event.</p>"
     )
 
 
@@ -668,11 +436,54 @@ def _facts_list(facts: ReportFacts) -> str:
     )
 
 
-def _page(facts: ReportFacts) -> str:
+def _timeline_panel(facts: ReportFacts, history: History, win: Window) -> list[str]:
     verdict = facts.verdict
-    history = facts.history
+    stats = history_stats(history)
+    lanes, merged = timeline_lanes(history, win, verdict, stats["kinds"])
+    events = history.events
+    bad_lanes = {
+        lane.key
+        for lane in lanes
+        for event in lane.events
+        if event.index in anomalous_events(verdict.anomalies)
+    }
+    labels = "".join(
+        f'<div class="lane-label{" has-anomaly" if lane.key in bad_lanes else ""}" '
+        f'data-lane="{_e(lane.key)}" title="{_e(lane.note)}"><b>{_e(lane.name)}</b>'
+        f"<small>{_e(lane.note)}</small></div>"
+        for lane in lanes
+    )
+    kinds = [kind for kind in GLYPH if stats["kinds"][kind.value]]
+    redelivered = any(
+        events[i].kind is EventKind.READ and events[i].detail == "redelivered" for i in win.shown
+    )
+    out = ['<section id="timeline" class="panel">']
+    if win.capped:
+        out += [
+            "<h2>Overview <span class=muted>(the whole run: drawn stretches shaded, starts "
+            "grey, faults black, witnesses red, the drain blue)</span></h2>",
+            overview(win, verdict, stats["drain_index"]),
+            _capped_note(win),
+        ]
+    out += [
+        "<h2>Timeline <span class=muted>(logical time: event index; one lane per "
+        "processor instance; click a mark for its event)</span></h2>",
+        legend(kinds, redelivered, win.capped),
+        '<div class="timeline"><div class="lane-labels">'
+        f'<div class="axis-label">event #</div>{labels}</div>',
+        f'<div class="scroller">{timeline(history, verdict, win, lanes, merged)}</div></div>',
+        "</section>",
+        '<section id="event-detail" class="panel"><h2>Selected event</h2>'
+        '<div id="event-detail-body" class="muted">Click a mark in the timeline.</div>'
+        "</section>",
+    ]
+    return out
+
+
+def _head(facts: ReportFacts) -> list[str]:
+    verdict = facts.verdict
     status = verdict.status.value
-    parts = [
+    return [
         "<!DOCTYPE html>",
         f'<html lang="en" data-status="{status}">',
         "<head>",
@@ -689,40 +500,11 @@ def _page(facts: ReportFacts) -> str:
         f'<p class="headline">{_e(headline(facts))}</p>',
         _facts_list(facts),
         "</div></header>",
-        "<main>",
-        _anomalies_panel(facts),
     ]
-    if history is not None:
-        lanes = _lanes(history)
-        bad_lanes = {
-            _lane_key(history.events[i])
-            for i in anomalous_events(verdict.anomalies)
-            if 0 <= i < len(history.events)
-        }
-        labels = "".join(
-            f'<div class="lane-label{" has-anomaly" if lane.key in bad_lanes else ""}" '
-            f'data-lane="{_e(lane.key)}" title="{_e(lane.note)}"><b>{_e(lane.name)}</b>'
-            f"<small>{_e(lane.note)}</small></div>"
-            for lane in lanes
-        )
-        present = {event.kind for event in history.events}
-        kinds = [kind for kind in _GLYPH if kind in present]
-        parts += [
-            '<section id="timeline" class="panel">',
-            "<h2>Timeline <span class=muted>(logical time: event index; one lane per "
-            "processor instance; click a mark for its event)</span></h2>",
-            _legend(
-                kinds,
-                any(e.kind is _K.READ and e.detail == "redelivered" for e in history.events),
-            ),
-            '<div class="timeline"><div class="lane-labels">'
-            f'<div class="axis-label">event #</div>{labels}</div>',
-            f'<div class="scroller">{_svg(history, lanes, verdict)}</div></div>',
-            "</section>",
-            '<section id="event-detail" class="panel"><h2>Selected event</h2>'
-            '<div id="event-detail-body" class="muted">Click a mark in the timeline.</div>'
-            "</section>",
-        ]
+
+
+def _run_again(facts: ReportFacts) -> list[str]:
+    parts = []
     if facts.schedule is not None:
         parts.append(
             f'<section id="schedule" class="panel"><h2>Schedule ({len(facts.schedule)} '
@@ -735,30 +517,36 @@ def _page(facts: ReportFacts) -> str:
         if facts.seed is not None:
             parts.append(f'<p>seed: <code id="seed">{facts.seed}</code></p>')
         parts.append("</section>")
-    if history is not None:
-        parts.append(_events_table(history, verdict))
+    return parts
+
+
+def _page(facts: ReportFacts) -> str:
+    history = facts.history
+    verdict = facts.verdict
+    pointed = anomalous_events(verdict.anomalies) | anomalous_events(verdict.tolerated)
+    win = None if history is None else window(history, pointed)
+    parts = [*_head(facts), "<main>", _errors_panel(facts), _anomalies_panel(facts)]
+    if history is not None and win is not None:
+        parts += _timeline_panel(facts, history, win)
+    parts += _run_again(facts)
+    if history is not None and win is not None:
+        parts.append(_events_table(history, verdict, win))
+    capped = win is not None and win.capped
     parts += [
         "</main>",
         '<script type="application/json" id="report-data">'
-        f"{script_json(facts_json(facts, include_events=True))}</script>",
-        f"<script>{_SCRIPT}</script>",
-        "</body>",
-        "</html>",
+        f"{script_json(facts_json(facts, include_events=not capped))}</script>",
     ]
+    if capped and history is not None and win is not None:
+        rows = [history.events[i].to_row() for i in win.shown]
+        parts.append(
+            f'<script type="application/json" id="report-events">{script_json(rows)}</script>'
+        )
+    parts += [f"<script>{_SCRIPT}</script>", "</body>", "</html>"]
     return "\n".join(parts) + "\n"
 
 
-def render_html(
-    history: History | None,
-    verdict: Verdict,
-    *,
-    schedule: Schedule | None = None,
-    title: str | None = None,
-    replay_command: str | None = None,
-    seed: int | None = None,
-    processor: str | None = None,
-    backend: str | None = None,
-) -> str:
+def render_html(facts: ReportFacts | Reported | Verdict) -> str:
     """The report as one self-contained HTML page (UTF-8 text).
 
     With ``history``, the page has a timeline (``<section id="timeline">``): one lane per
@@ -768,14 +556,4 @@ def render_html(
     other events of a witness's records ``related``. The anomaly panel is
     ``<section id="anomalies">``. The page loads nothing from anywhere.
     """
-    facts = gather(
-        verdict,
-        history,
-        schedule=schedule,
-        seed=seed,
-        replay_command=replay_command,
-        title=title,
-        processor=processor,
-        backend=backend,
-    )
-    return _page(facts)
+    return _page(as_facts(facts))

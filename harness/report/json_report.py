@@ -8,10 +8,9 @@ from typing import Any
 
 from harness.check.verdict import Status, Verdict
 from harness.errors import ConfigError
-from harness.faults.schedule import Schedule
-from harness.history.events import History
-from harness.report._facts import ReportFacts, anomalous_events, gather, history_stats
+from harness.report._facts import ReportFacts, anomalous_events, as_facts, history_stats
 from harness.report.schema import OUTPUT_FIELDS, OUTPUT_VERSION, REPORT_VERSION
+from harness.report.subject import Reported
 
 __all__ = ["output_json", "render_json", "render_output", "report_json"]
 
@@ -50,63 +49,25 @@ def facts_json(facts: ReportFacts, *, include_events: bool) -> dict[str, Any]:
 
 
 def report_json(
-    verdict: Verdict,
-    history: History | None = None,
-    *,
-    schedule: Schedule | None = None,
-    replay_command: str | None = None,
-    seed: int | None = None,
-    title: str | None = None,
-    processor: str | None = None,
-    backend: str | None = None,
-    include_events: bool = False,
+    facts: ReportFacts | Reported | Verdict, *, include_events: bool = False
 ) -> dict[str, Any]:
     """The report as a plain JSON-able dict satisfying :data:`REPORT_SCHEMA`.
 
-    Keys are in a fixed order; ``verdict`` is ``Verdict.to_json()`` (``Verdict.from_json``
-    reads it back) and ``schedule`` is ``Schedule.to_json()``. With ``history``, the
-    ``history`` key holds its header, summary stats and the events the witnesses point at;
-    ``include_events=True`` embeds every event too (as the rows of the JSONL history format).
+    ``facts`` is what :func:`~harness.report.gather` returns (a checked run or a bare
+    verdict is gathered first). Keys are in a fixed order; ``verdict`` is
+    ``Verdict.to_json()`` (``Verdict.from_json`` reads it back) and ``schedule`` is
+    ``Schedule.to_json()``. With a history, the ``history`` key holds its header, summary
+    stats and the events the witnesses point at; ``include_events=True`` embeds every event
+    too (as the rows of the JSONL history format).
     """
     if type(include_events) is not bool:
         raise ConfigError(f"include_events must be True or False, got {include_events!r}")
-    facts = gather(
-        verdict,
-        history,
-        schedule=schedule,
-        seed=seed,
-        replay_command=replay_command,
-        title=title,
-        processor=processor,
-        backend=backend,
-    )
-    return facts_json(facts, include_events=include_events)
+    return facts_json(as_facts(facts), include_events=include_events)
 
 
-def render_json(
-    verdict: Verdict,
-    history: History | None = None,
-    *,
-    schedule: Schedule | None = None,
-    replay_command: str | None = None,
-    seed: int | None = None,
-    title: str | None = None,
-    processor: str | None = None,
-    backend: str | None = None,
-    include_events: bool = False,
-) -> str:
+def render_json(facts: ReportFacts | Reported | Verdict, *, include_events: bool = False) -> str:
     """:func:`report_json` as indented UTF-8 JSON text ending in a newline."""
-    report = report_json(
-        verdict,
-        history,
-        schedule=schedule,
-        replay_command=replay_command,
-        seed=seed,
-        title=title,
-        processor=processor,
-        backend=backend,
-        include_events=include_events,
-    )
+    report = report_json(facts, include_events=include_events)
     return json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 

@@ -14,9 +14,15 @@ from harness.check.verdict import Anomaly, Status, Verdict
 from harness.errors import ConfigError
 from harness.faults.schedule import Schedule
 from harness.history.events import History
-from harness.report._facts import ReportFacts, event_line, gather, headline, history_stats
+from harness.report._facts import ReportFacts, as_facts, event_line, headline, history_stats
+from harness.report.subject import Reported
 
-__all__ = ["render_text"]
+__all__ = ["SCHEDULE_STEPS", "WITNESS_EVENTS", "render_text"]
+
+WITNESS_EVENTS: Final = 20
+"""The most events shown under one witness (the JSON report has them all)."""
+SCHEDULE_STEPS: Final = 200
+"""The most schedule steps listed; a longer schedule is cut, and the report says so."""
 
 _RESET: Final = "\x1b[0m"
 _STATUS_COLOR: Final = {
@@ -45,6 +51,16 @@ def _ascii(text: str) -> str:
     return "".join(out)
 
 
+def _few(numbers: list[int]) -> str:
+    """``1, 2, 3`` or, for many, ``1, 2, 3, ..., 3002 (3002 in all)``: bounded whatever the
+    history."""
+    if not numbers:
+        return "none"
+    if len(numbers) <= 8:
+        return ", ".join(str(n) for n in numbers)
+    return f"{', '.join(str(n) for n in numbers[:3])}, ..., {numbers[-1]} ({len(numbers)} in all)"
+
+
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
@@ -67,11 +83,29 @@ def _anomaly_lines(
         lines.append(f"    {_ascii(witness.summary())}")
         if history is None:
             continue
-        for index in witness.events:
+        for index in witness.events[:WITNESS_EVENTS]:
             if 0 <= index < len(history.events):
                 lines.append(f"      {_ascii(event_line(history.events[index]))}")
             else:
                 lines.append(f"      #{index} (not in the history)")
+        if len(witness.events) > WITNESS_EVENTS:
+            lines.append(f"      ... {len(witness.events) - WITNESS_EVENTS} more events")
+    return lines
+
+
+def _schedule_lines(schedule: Schedule) -> list[str]:
+    steps = schedule.describe().splitlines()
+    lines = [f"schedule ({len(schedule)} steps):"]
+    if len(schedule) <= SCHEDULE_STEPS:
+        lines.extend(f"  {_ascii(line)}" for line in steps)
+        lines.append(f"schedule JSON: {_ascii(schedule.dumps())}")
+    else:
+        lines.extend(f"  {_ascii(line)}" for line in steps[:SCHEDULE_STEPS])
+        lines.append(
+            f"  ... {len(schedule) - SCHEDULE_STEPS} more steps: the JSON report and the "
+            "replay file have the whole schedule"
+        )
+        lines.append(f"  {_ascii(steps[-1])}")
     return lines
 
 
@@ -81,6 +115,8 @@ def _render(facts: ReportFacts, paint: _Paint) -> str:
         paint(_BOLD, f"harness report: {_ascii(facts.title)}"),
         paint(_STATUS_COLOR[verdict.status], _ascii(headline(facts))),
     ]
+    for error in facts.processor_errors:
+        lines.extend(_ascii(line) for line in error.lines())
     if verdict.anomalies:
         kinds = len(verdict.anomalies)
         total = sum(anomaly.count for anomaly in verdict.anomalies)
@@ -99,7 +135,7 @@ def _render(facts: ReportFacts, paint: _Paint) -> str:
         lines.append(f"stats: {stats}")
     if facts.history is not None:
         summary = history_stats(facts.history)
-        processes = ", ".join(str(p) for p in summary["processes"]) or "none"
+        processes = _few(summary["processes"])
         ended = "no end event" if summary["end"] is None else f"ended {summary['end']}"
         lines.append(
             _ascii(
@@ -108,9 +144,7 @@ def _render(facts: ReportFacts, paint: _Paint) -> str:
             )
         )
     if facts.schedule is not None:
-        lines.append(f"schedule ({len(facts.schedule)} steps):")
-        lines.extend(f"  {_ascii(line)}" for line in facts.schedule.describe().splitlines())
-        lines.append(f"schedule JSON: {_ascii(facts.schedule.dumps())}")
+        lines.extend(_schedule_lines(facts.schedule))
     if facts.seed is not None:
         lines.append(f"seed: {facts.seed}")
     if facts.replay_command is not None:
@@ -118,36 +152,17 @@ def _render(facts: ReportFacts, paint: _Paint) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_text(
-    verdict: Verdict,
-    history: History | None = None,
-    *,
-    schedule: Schedule | None = None,
-    replay_command: str | None = None,
-    seed: int | None = None,
-    title: str | None = None,
-    processor: str | None = None,
-    backend: str | None = None,
-    color: bool = False,
-) -> str:
+def render_text(facts: ReportFacts | Reported | Verdict, *, color: bool = False) -> str:
     """The report as ASCII text ending in a newline.
 
-    Shows the headline verdict, each anomaly with its count and witnesses (with ``history``,
-    each witness event as one short line), tolerated anomalies, the reasons of an UNKNOWN
-    verdict, the verdict's stats, the schedule's steps, the seed and the replay command.
-    ``processor``, ``backend``, ``seed`` and ``schedule`` default to what the history's
-    header records. ``color=True`` adds ANSI colours (red anomalies, a coloured status).
+    ``facts`` is what :func:`~harness.report.gather` returns (a checked run such as
+    ``CounterexampleFound.failure``, or a bare verdict, is gathered first). Shows the
+    headline verdict, the processor's own errors with their tracebacks, each anomaly with
+    its count and witnesses (with a history, each witness event as one short line),
+    tolerated anomalies, the reasons of an UNKNOWN verdict, the verdict's stats, the
+    schedule's steps, the seed and the replay command. ``color=True`` adds ANSI colours
+    (red anomalies, a coloured status).
     """
     if type(color) is not bool:
         raise ConfigError(f"color must be True or False, got {color!r}")
-    facts = gather(
-        verdict,
-        history,
-        schedule=schedule,
-        seed=seed,
-        replay_command=replay_command,
-        title=title,
-        processor=processor,
-        backend=backend,
-    )
-    return _render(facts, _Paint(color))
+    return _render(as_facts(facts), _Paint(color))

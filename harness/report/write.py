@@ -1,22 +1,19 @@
-"""Write a failure's reports (text, JSON, HTML) to a directory."""
+"""Write a run's reports (text, JSON, HTML) to a directory: all rendered first, then written."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from harness.check.verdict import Verdict
 from harness.errors import ConfigError
-from harness.faults.schedule import Schedule
-from harness.history.events import History
+from harness.report._facts import ReportFacts, as_facts
 from harness.report.html import render_html
 from harness.report.json_report import render_json
+from harness.report.subject import Reported
 from harness.report.text import render_text
-
-if TYPE_CHECKING:
-    from harness.runner import Failure
 
 __all__ = ["FORMATS", "write_report"]
 
@@ -33,16 +30,8 @@ def _write(path: Path, text: str) -> None:
 
 def write_report(
     directory: str | os.PathLike[str],
+    facts: ReportFacts | Reported | Verdict,
     *,
-    failure: Failure | None = None,
-    verdict: Verdict | None = None,
-    history: History | None = None,
-    schedule: Schedule | None = None,
-    seed: int | None = None,
-    replay_command: str | None = None,
-    title: str | None = None,
-    processor: str | None = None,
-    backend: str | None = None,
     formats: Iterable[str] = FORMATS,
     name: str = "report",
     include_events: bool = False,
@@ -50,25 +39,12 @@ def write_report(
     """Write ``<name>.txt``, ``<name>.json`` and ``<name>.html`` (those in ``formats``) to
     ``directory`` (created if missing) and return ``{format: path}`` in ``formats`` order.
 
-    Pass either ``failure`` (what :func:`harness.explore` found: its verdict, history,
-    schedule, seed, replay command, processor and backend are used, and explicit arguments
-    override them) or at least ``verdict``. ``include_events`` embeds every event in the JSON
-    report (the HTML page always carries them).
+    ``facts`` is what :func:`~harness.report.gather` returns; a checked run (such as
+    ``CounterexampleFound.failure``) or a bare verdict is gathered first.
+    ``include_events`` embeds every event in the JSON report. Everything is rendered before
+    anything is written, so a bad argument leaves no partial set behind.
     """
-    if failure is not None:
-        from harness.runner import Failure
-
-        if not isinstance(failure, Failure):
-            raise ConfigError(f"failure must be a harness.Failure, got {failure!r:.80}")
-        verdict = failure.verdict if verdict is None else verdict
-        history = failure.history if history is None else history
-        schedule = failure.schedule if schedule is None else schedule
-        seed = failure.seed if seed is None else seed
-        replay_command = failure.replay_command if replay_command is None else replay_command
-        processor = failure.processor if processor is None else processor
-        backend = failure.backend if backend is None else backend
-    if verdict is None:
-        raise ConfigError("write_report needs failure=... or verdict=... (and usually history)")
+    facts = as_facts(facts)
     if isinstance(formats, str):
         formats = (formats,)
     wanted = list(dict.fromkeys(formats))
@@ -79,43 +55,12 @@ def write_report(
         )
     if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
         raise ConfigError(f"name must be a plain file name stem such as 'report', got {name!r}")
-    # render everything before writing anything: a bad argument leaves no partial set behind
-    texts: dict[str, str] = {}
-    for fmt in wanted:
-        if fmt == "txt":
-            texts[fmt] = render_text(
-                verdict,
-                history,
-                schedule=schedule,
-                seed=seed,
-                replay_command=replay_command,
-                title=title,
-                processor=processor,
-                backend=backend,
-            )
-        elif fmt == "json":
-            texts[fmt] = render_json(
-                verdict,
-                history,
-                schedule=schedule,
-                seed=seed,
-                replay_command=replay_command,
-                title=title,
-                processor=processor,
-                backend=backend,
-                include_events=include_events,
-            )
-        else:
-            texts[fmt] = render_html(
-                history,
-                verdict,
-                schedule=schedule,
-                seed=seed,
-                replay_command=replay_command,
-                title=title,
-                processor=processor,
-                backend=backend,
-            )
+    renderers: dict[str, Callable[[], str]] = {
+        "txt": lambda: render_text(facts),
+        "json": lambda: render_json(facts, include_events=include_events),
+        "html": lambda: render_html(facts),
+    }
+    texts = {fmt: renderers[fmt]() for fmt in wanted}
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}

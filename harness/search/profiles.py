@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Final
 
+from harness._budget import DEFAULT_RUN_BUDGET, RunBudget
 from harness.errors import ConfigError
 
 __all__ = ["DEFAULT_PROFILE", "PROFILES", "Profile", "profile"]
@@ -29,6 +30,8 @@ class Profile:
     detect_seeds: int = 1
     """Searches (each with its own seed) per buggy variant in the scenario matrix, whose
     median time to detect it reports."""
+    run_budget: RunBudget = DEFAULT_RUN_BUDGET
+    """What one simulated run may spend (calls, seconds) before it ends UNKNOWN."""
 
 
 PROFILES: Final = {

@@ -1,5 +1,6 @@
 """The deterministic simulator: a world of logs and stores, processor instances, schedules."""
 
+from harness.sim.budget import DEFAULT_RUN_BUDGET, RunBudget
 from harness.sim.context import Context, Offsets, OutputLog, Source, Table
 from harness.sim.records import Delivery, OutputRecord
 from harness.sim.simulator import InstanceCrashed, Processor, Simulator, simulate
@@ -8,6 +9,7 @@ from harness.sim.transaction import Transaction
 from harness.sim.world import Backend, World
 
 __all__ = [
+    "DEFAULT_RUN_BUDGET",
     "Backend",
     "Context",
     "Delivery",
@@ -16,6 +18,7 @@ __all__ = [
     "OutputLog",
     "OutputRecord",
     "Processor",
+    "RunBudget",
     "Simulator",
     "Source",
     "Table",

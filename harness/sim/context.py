@@ -107,7 +107,7 @@ class Source:
 
     def poll(self) -> Delivery | None:
         """The next record if one is available now, else ``None``."""
-        self._ctx._enter()
+        self._ctx._enter("source.poll")
         return self._take()
 
     def __iter__(self) -> Iterator[Delivery]:
@@ -115,7 +115,7 @@ class Source:
 
     def __next__(self) -> Delivery:
         ctx = self._ctx
-        ctx._enter()
+        ctx._enter("source.next")
         while (delivery := self._take()) is None:
             ctx._sim.block(ctx._inst)
         return delivery
@@ -130,7 +130,7 @@ class Offsets:
     def get(self, partition: str) -> DLSN | None:
         """The stored DLSN to resume ``partition`` from, or None."""
         ctx = self._ctx
-        ctx._enter()
+        ctx._enter("offsets.get")
         world = ctx._sim.world
         world.check_partition(partition)
         dlsn = world.store.get(partition)
@@ -149,7 +149,7 @@ class Offsets:
 
     def get_state(self, key: str) -> bytes | None:
         """Processor state committed with offsets (``commit(state=...)``)."""
-        self._ctx._enter()
+        self._ctx._enter("offsets.get_state")
         return self._ctx._sim.world.store.get_state(f"state:{key}")
 
     def commit(
@@ -166,7 +166,7 @@ class Offsets:
         :meth:`Context.claim` and nobody claimed after it), as Kafka's transactional producer
         epochs do; otherwise :class:`Fenced` is raised and nothing is written.
         """
-        self._ctx._enter()
+        self._ctx._enter("offsets.commit")
         self._write(offsets, tables, state, fenced)
 
     def _write(
@@ -207,7 +207,7 @@ class Offsets:
             raw[f"state:{name}"] = value
         if not offsets and not raw:
             return
-        world.store_write(offsets, raw)
+        world.store_write(inst.machine, offsets, raw)
         for partition, dlsn in offsets.items():
             world.record(
                 EventKind.COMMIT,
@@ -231,7 +231,7 @@ class Table:
 
     def get(self, key: str) -> int | None:
         ctx = self._ctx
-        ctx._enter()
+        ctx._enter("table.get")
         raw = ctx._sim.world.store.get_state(table_key(self.name, key))
         return None if raw is None else int(raw)
 
@@ -288,7 +288,7 @@ class OutputLog:
         ``key``/``value`` default to the delivery's. ``part``/``parts`` name this output
         among several produced for one input. Returns the output id.
         """
-        self._ctx._enter()
+        self._ctx._enter("output.emit")
         return self._emit(source, key, value, part, parts, None)
 
     def _emit(
@@ -331,7 +331,7 @@ class OutputLog:
 
     def commit(self) -> None:
         """Make every emitted output visible and durable (a lost ack resends them)."""
-        self._ctx._enter()
+        self._ctx._enter("output.commit")
         self._flush(retry=True)
 
     def _flush(self, *, retry: bool) -> None:
@@ -361,7 +361,7 @@ class OutputLog:
     def last(self) -> OutputRecord | None:
         """The last committed output of this log, or None if there is none."""
         ctx = self._ctx
-        ctx._enter()
+        ctx._enter("output.last")
         try:
             item = ctx._sim.world.logs[self._log].get_last_log_record()
         except LogEmpty:
@@ -388,8 +388,8 @@ class Context:
         """The input partition names (``in-0``, ...)."""
         return self._sim.world.partitions
 
-    def _enter(self) -> None:
-        self._sim.enter(self._inst)
+    def _enter(self, point: str) -> None:
+        self._sim.enter(self._inst, point)
 
     def _check_table(self, name: str) -> None:
         spec = self._sim.world.topology.sinks.get(name)
@@ -440,7 +440,7 @@ class Context:
 
     def claim(self) -> None:
         """Become the owner: later ``commit(fenced=True)`` by older instances fail."""
-        self._enter()
+        self._enter("claim")
         self._sim.world.owner_epoch = self._inst.number
 
     def on_timer(self, callback: Callable[[], Any]) -> None:
@@ -493,7 +493,7 @@ class Context:
                 submitted += 1
             if not in_flight:
                 return
-            self._enter()
+            self._enter("map_async")
             pick = sim.choose(inst, len(in_flight)) if len(in_flight) > 1 else 0
             number, task = in_flight[pick]
             del in_flight[pick]

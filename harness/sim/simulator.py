@@ -4,6 +4,13 @@ Single-threaded and deterministic: each processor instance runs in a greenlet, a
 passes between the simulator and an instance only at calls into the world. The schedule alone
 decides what happens next, so the same processor, topology, backend and schedule always give
 the same history, event for event.
+
+Every run ends (:mod:`harness.sim.budget`): a run that spends its budget of calls or seconds
+stops where it is and ends ``incomplete: over the run budget ...`` (an UNKNOWN verdict) naming
+the instance and its last fault point. A processor that raises a ``BaseException`` that is not
+an ``Exception`` (``SystemExit``, its own ``KeyboardInterrupt``, ``GeneratorExit``,
+``GreenletExit``) ends the run the same way: exiting the interpreter is not a crash to
+simulate, and a run cut short is never judged VALID. A real Ctrl-C still interrupts.
 """
 
 from __future__ import annotations
@@ -12,7 +19,8 @@ import hashlib
 import os
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from functools import partial
+from typing import Any, Final
 
 import greenlet
 
@@ -35,6 +43,7 @@ from harness.faults.schedule import (
 from harness.history.events import EventKind, History
 from harness.log.reader import LogReader
 from harness.log.writer import LogWriter
+from harness.sim.budget import DEFAULT_RUN_BUDGET, RunBudget, Watchdog
 from harness.sim.context import Context
 from harness.sim.topology import Topology
 from harness.sim.world import Backend, World
@@ -49,11 +58,48 @@ settles, e.g. one that loops without reading)."""
 DRAIN_RESTART_LIMIT = 5
 """Times the drain restarts a processor that died of an error before giving up."""
 _BLOCKED, _PAUSED, _DONE = "blocked", "paused", "done"
+_REFUSALS: Final = 100
+"""Calls a dead instance may still attempt (each raises InstanceCrashed, as a ``finally``
+block's would) before it is taken for one that swallows its crash and is left for good."""
+_ABANDONED: list[greenlet.greenlet] = []
+"""Greenlets stopped for good (over budget, interrupted, or swallowing their crash). They stay
+referenced so that garbage collection never resumes them: greenlet kills a collected greenlet
+by raising GreenletExit in it, which such code could swallow and spin on."""
 
 
 class InstanceCrashed(BaseException):
     """Raised inside a crashed instance (a BaseException, so ``except Exception`` in user
     code does not swallow the crash)."""
+
+
+class _Exited(BaseException):
+    """A processor raised GreenletExit, which greenlet would take for a normal return."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(original)
+        self.original = original
+
+
+def _body(inst: Instance, fn: Callable[[], Any]) -> None:
+    """The entry of every processor greenlet (an instance's body or one of its timers); the
+    watchdog takes its frame for the boundary between the harness and the processor."""
+    try:
+        fn()
+    except greenlet.GreenletExit as exc:
+        if inst.dead:
+            raise
+        raise _Exited(exc) from None
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message`` of an exception, even one whose ``__str__`` raises."""
+    if isinstance(exc, _Exited):
+        exc = exc.original
+    try:
+        text = str(exc)
+    except Exception:
+        text = "(its message could not be rendered)"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class Instance:
@@ -66,9 +112,12 @@ class Instance:
         "fenced",
         "greenlet",
         "lost_acks",
+        "machine",
         "number",
         "picks",
         "readers",
+        "refusals",
+        "released",
         "state",
         "timer_greenlets",
         "timers",
@@ -76,10 +125,14 @@ class Instance:
         "writers",
     )
 
-    def __init__(self, number: int) -> None:
+    def __init__(self, number: int, machine: int) -> None:
         self.number = number
+        self.machine = machine
+        """The machine it runs on (see :mod:`harness.sim.unsynced`)."""
         self.budget = 0
         self.dead = False
+        self.refusals = 0
+        self.released = False
         self.fenced = False
         self.state = _PAUSED
         self.duplicates = 0
@@ -104,31 +157,83 @@ class Simulator:
         *,
         backend: Backend = "memory",
         directory: str | os.PathLike[str] | None = None,
+        budget: RunBudget | None = None,
     ) -> None:
+        budget = DEFAULT_RUN_BUDGET if budget is None else budget
+        if not isinstance(budget, RunBudget):
+            raise ConfigError(
+                f"budget must be a RunBudget, got {type(budget).__name__}: {budget!r}; pass "
+                "e.g. RunBudget(calls=100000, seconds=30)"
+            )
+        self.budget = budget
         self.processor = processor
         self.world = World(topology, backend, directory)
         self.active: Instance | None = None
         self.zombies: list[Instance] = []
         self.instances = 0
+        self.machine = 1
+        """The machine the next instance starts on (a takeover moves to a new one)."""
+        self.machines = 1
         self.calls = 0
-        self._main: greenlet.greenlet | None = None
+        self._main: greenlet.greenlet = greenlet.getcurrent()
+        self.watch = Watchdog(budget.seconds, self._main, _body.__code__)
+        self.halted: str | None = None
+        """Why the run stopped early (over budget, a processor's BaseException), if it did."""
+        self._last_instance = 0
+        self._last_point = ""
+        """The last fault point reached (its call is number ``calls``): by which instance,
+        what it was."""
         self.last_error = ""
 
     # -- called from instances (through Context) ---------------------------------------------
 
-    def enter(self, inst: Instance) -> None:
-        """A fault point: the instance is about to call into the world."""
+    def enter(self, inst: Instance, point: str) -> None:
+        """A fault point: the instance is about to call into the world (``point`` names the
+        call, for reports)."""
         if inst.dead:
-            raise InstanceCrashed
+            self._refuse(inst)
         if greenlet.getcurrent() is inst.greenlet:
             while inst.budget <= 0:  # a Run(0) resumes it with nothing to spend: pause again
                 inst.state = _PAUSED
-                assert self._main is not None
                 self._main.switch()
                 if inst.dead:
-                    raise InstanceCrashed
+                    self._refuse(inst)
             inst.budget -= 1
+        if self.calls >= self.budget.calls:
+            self._halt(inst, point, "the call budget ran out at this call")
+        if self.watch.expired:
+            self._halt(inst, point, "the time budget ran out; the instance stopped at this call")
         self.calls += 1
+        self._last_instance = inst.number
+        self._last_point = point
+
+    def last_point(self) -> str:
+        """The last fault point reached, for reports: ``instance 2, call 17 (offsets.get)``."""
+        if not self._last_point:
+            return "none (no instance called into the world)"
+        return f"instance {self._last_instance}, call {self.calls} ({self._last_point})"
+
+    def _refuse(self, inst: Instance) -> None:
+        """A dead instance called into the world: crash it again, or, if it keeps
+        swallowing its crash, leave it where it is for good."""
+        inst.refusals += 1
+        if inst.refusals > _REFUSALS:
+            self._main.switch()
+        raise InstanceCrashed
+
+    def _halt(self, inst: Instance, point: str, what: str) -> None:
+        """Stop the run at ``inst``'s call ``point``: the instance is never resumed."""
+        if self.halted is None:
+            here = f"instance {inst.number}, call {self.calls + 1} ({point}), not made"
+            self.halted = self._over(what, here)
+        self._main.switch()
+        raise InstanceCrashed  # (nothing resumes a halted run's instances)
+
+    def _over(self, what: str, point: str | None = None) -> str:
+        return (
+            f"incomplete: over the run budget ({self.budget.describe()}): {what}; last fault "
+            f"point: {point or self.last_point()}"
+        )
 
     def block(self, inst: Instance) -> None:
         """The instance waits for input: hand control back until the next run step."""
@@ -136,10 +241,9 @@ class Simulator:
             # a timer callback that would block: it is abandoned (periodic work never waits)
             raise InstanceCrashed
         inst.state = _BLOCKED
-        assert self._main is not None
         self._main.switch()
         if inst.dead:
-            raise InstanceCrashed
+            self._refuse(inst)
 
     def choose(self, inst: Instance, options: int) -> int:
         """A nondeterministic choice among ``options``: the schedule's next pick, else 0."""
@@ -155,21 +259,18 @@ class Simulator:
 
     def _start(self) -> Instance:
         self.instances += 1
-        inst = Instance(self.instances)
+        inst = Instance(self.instances, self.machine)
         ctx = Context(self, inst)
-        processor = self.processor
-
-        def body() -> None:
-            processor(ctx)
-
-        inst.greenlet = greenlet.greenlet(body, parent=self._main)
+        inst.greenlet = greenlet.greenlet(
+            partial(_body, inst, partial(self.processor, ctx)), parent=self._main
+        )
         self.world.record(EventKind.START, process=inst.number)
         self.active = inst
         return inst
 
     def _resume(self, inst: Instance, budget: int) -> None:
         """Let ``inst`` make up to ``budget`` calls (or until it blocks or ends)."""
-        if inst.dead or inst.state == _DONE:
+        if inst.dead or inst.state == _DONE or self.halted is not None:
             return
         g = inst.greenlet
         assert g is not None
@@ -192,10 +293,40 @@ class Simulator:
             raise
         except Exception as exc:  # the processor died of an error
             self._died(inst, exc)
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt) and not self.watch.owns_sigint:
+                self.halted = "interrupted"  # it may be a real Ctrl-C: do not judge, stop
+                self._release(inst)
+                raise
+            self._died(inst, exc)
+            if self.halted is None:
+                self.halted = (
+                    f"incomplete: instance {inst.number} raised {_describe(exc)}, a "
+                    "BaseException that is not an Exception: a processor must not exit the "
+                    "interpreter or raise KeyboardInterrupt, GeneratorExit or GreenletExit, "
+                    "and a run it cuts short cannot be judged"
+                )
+        self._stopped(inst, g)
         return not inst.dead
 
+    def _stopped(self, inst: Instance, g: greenlet.greenlet) -> None:
+        """After control came back from ``g``: did the watchdog stop it, or a Ctrl-C?"""
+        if self.watch.interrupted:
+            self.halted = "interrupted"
+            self._release(inst)
+            raise KeyboardInterrupt
+        if self.watch.expired and self.halted is None:
+            self.halted = self._over(
+                f"the time budget ran out while instance {inst.number} ran its own code "
+                "(a busy loop, a sleep or I/O outside ctx?)"
+                if self.watch.stopped
+                else "the time budget ran out"
+            )
+        if self.halted is not None and not g.dead:
+            self._release(inst)
+
     def _died(self, inst: Instance, exc: BaseException) -> None:
-        self.last_error = f"{type(exc).__name__}: {exc}"
+        self.last_error = _describe(exc)
         self._release(inst)
         self.world.record(EventKind.ERROR, process=inst.number, detail=self.last_error)
         self._forget(inst)
@@ -208,7 +339,9 @@ class Simulator:
 
     def _release(self, inst: Instance) -> None:
         """What the operating system does for a dead process: its locks and handles go."""
-        inst.dead = True
+        if inst.released:
+            return
+        inst.released = inst.dead = True
         if inst.txn is not None:  # the coordinator aborts a dead producer's transaction
             self.world.record(EventKind.TXN_ABORT, process=inst.number, txn=inst.txn)
             inst.txn = None
@@ -220,12 +353,27 @@ class Simulator:
         inst.readers.clear()
         for g in [inst.greenlet, *inst.timer_greenlets]:
             if g is not None and g:  # started and not finished: unwind it now, not at GC
-                try:
-                    g.throw(InstanceCrashed)
-                except Exception:  # its cleanup code raised: a dead process's has no effect
-                    pass
-                except InstanceCrashed:
-                    pass
+                if self.halted is None:
+                    self._unwind(g)
+                if not g.dead:  # stopped for good, or it swallowed its crash
+                    _ABANDONED.append(g)
+
+    def _unwind(self, g: greenlet.greenlet) -> None:
+        try:
+            g.throw(InstanceCrashed)
+        except KeyboardInterrupt:
+            if not self.watch.owns_sigint:
+                raise
+        except BaseException:  # its cleanup code raised: a dead process's has no effect
+            pass
+        if self.watch.interrupted:
+            self.halted = "interrupted"
+            raise KeyboardInterrupt
+        if self.watch.expired and self.halted is None and not g.dead:
+            self.halted = self._over(
+                "the time budget ran out while a crashed instance ran its cleanup code "
+                "(does it swallow its crash?)"
+            )
 
     def _crash(self, inst: Instance, machine: bool, keep: int) -> None:
         self._release(inst)
@@ -234,13 +382,13 @@ class Simulator:
         )
         self._forget(inst)
         if machine:
-            self.world.machine_crash(keep)
+            self.world.machine_crash(inst.machine, keep)
 
     def _tick(self, inst: Instance) -> None:
         for callback in list(inst.timers):
-            if inst.dead:
+            if inst.dead or self.halted is not None:
                 return
-            g = greenlet.greenlet(callback, parent=self._main)
+            g = greenlet.greenlet(partial(_body, inst, callback), parent=self._main)
             inst.timer_greenlets.append(g)
             if not self._switch(inst, g):
                 return
@@ -253,7 +401,9 @@ class Simulator:
         world = self.world
         active = self.active
         if isinstance(step, Produce):
-            world.produce(world.partition_at(step.partition), step.count, step.ack)
+            world.produce(
+                world.partition_at(step.partition), step.count, step.ack, stop=self._stopping
+            )
         elif isinstance(step, Run):
             # with nothing running, running means starting a fresh instance first
             self._resume(active or self._start(), step.calls)
@@ -284,6 +434,8 @@ class Simulator:
                 world.record(EventKind.ZOMBIE, process=active.number)
                 self.zombies.append(active)
                 self.active = None
+                self.machines += 1  # the new owner runs elsewhere; the zombie keeps its machine
+                self.machine = self.machines
             self._start()
         elif isinstance(step, RunZombie):
             live = [z for z in self.zombies if z.state != _DONE]
@@ -309,6 +461,7 @@ class Simulator:
     def _drain(self) -> str:
         world = self.world
         world.record(EventKind.DRAIN)
+        world.forget_unsynced()  # no machine crash and no retention from here on
         self._drain_start = len(world.record.events)
         for zombie in list(self.zombies):
             self._crash(zombie, False, 0)
@@ -319,6 +472,8 @@ class Simulator:
         before = self._progress()
         start_calls = self.calls
         while True:
+            if self._stopping():
+                return self.halted or ""
             if self.active is None:
                 if restarts > DRAIN_RESTART_LIMIT:
                     deaths = sum(
@@ -346,20 +501,51 @@ class Simulator:
                 return "complete"
             before = after
 
+    def _stopping(self) -> bool:
+        """Whether the run must stop now (the simulator's own loops ask between steps)."""
+        if self.halted is None and self.watch.expired:
+            self.halted = self._over("the time budget ran out")
+        return self.halted is not None
+
     def run(self, schedule: Schedule) -> None:
         """Execute the schedule (and the drain), then record the sinks' final contents."""
-        self._main = greenlet.getcurrent()
+        self._refuse_up_front(schedule)
+        self._main = self.watch.main = greenlet.getcurrent()
         self._drain_start = 0
-        self._start()
-        for step in schedule.steps:
-            self._step(step)
-        outcome = self._drain() if schedule.drain else "incomplete: the schedule has no drain"
-        for inst in [*self.zombies, *([self.active] if self.active else [])]:
-            self._release(inst)
-        self.zombies.clear()
-        self.active = None
+        with self.watch:
+            try:
+                outcome = self._play(schedule)
+            except BaseException as exc:
+                if not isinstance(exc, Exception) and self.halted is None:
+                    self.halted = "interrupted"  # leave the instances where they are
+                raise
+            finally:
+                for inst in [*self.zombies, *([self.active] if self.active else [])]:
+                    self._release(inst)
+                self.zombies.clear()
+                self.active = None
         self.world.observe()
         self.world.record(EventKind.END, detail=outcome)
+
+    def _play(self, schedule: Schedule) -> str:
+        self._start()
+        for step in schedule.steps:
+            if self._stopping():
+                return self.halted or ""
+            self._step(step)
+        if self._stopping():
+            return self.halted or ""
+        outcome = self._drain() if schedule.drain else "incomplete: the schedule has no drain"
+        return self.halted or outcome
+
+    def _refuse_up_front(self, schedule: Schedule) -> None:
+        records = sum(step.count for step in schedule.steps if isinstance(step, Produce))
+        if records > self.budget.calls:
+            raise ConfigError(
+                f"the schedule produces {records} input records, more than the run budget of "
+                f"{self.budget.calls} calls can read (each record takes at least one call); "
+                "raise the budget's calls or produce fewer records"
+            )
 
     def close(self) -> None:
         for inst in [*self.zombies, *([self.active] if self.active else [])]:
@@ -386,10 +572,12 @@ def simulate(
     topology: Topology | None = None,
     backend: Backend = "memory",
     directory: str | os.PathLike[str] | None = None,
+    budget: RunBudget | None = None,
 ) -> History:
-    """Run ``processor`` under ``schedule`` and return the recorded history."""
+    """Run ``processor`` under ``schedule`` and return the recorded history (``budget``:
+    what one run may spend, default :data:`~harness.sim.budget.DEFAULT_RUN_BUDGET`)."""
     topology = topology or Topology()
-    sim = Simulator(processor, topology, backend=backend, directory=directory)
+    sim = Simulator(processor, topology, backend=backend, directory=directory, budget=budget)
     try:
         sim.run(schedule)
         return sim.world.history(

@@ -43,7 +43,7 @@ class Transaction:
                 "a fenced transaction needs a producer epoch: call ctx.claim() first (Kafka's "
                 "initTransactions), or use ctx.transaction(fenced=False)"
             )
-        ctx._enter()
+        ctx._enter("transaction")
         self._ctx = ctx
         self.fenced = fenced
         self.id = world.next_txn
@@ -73,7 +73,7 @@ class Transaction:
         self._check_open()
         ctx = self._ctx
         out = ctx.output(sink)
-        ctx._enter()
+        ctx._enter("transaction.emit")
         self._outputs[sink] = out
         return out._emit(source, key, value, part, parts, self.id)
 
@@ -92,7 +92,7 @@ class Transaction:
         ctx._check_table(table)
         if type(value) is not int or type(key) is not str:
             raise ConfigError(f"table {table!r} entries must be str -> int, got {key!r}: {value!r}")
-        ctx._enter()
+        ctx._enter("transaction.put")
         self._tables.setdefault(table, {})[key] = value
 
     def commit(
@@ -104,7 +104,7 @@ class Transaction:
         """Commit the outputs, the table puts, ``offsets`` and ``state`` atomically."""
         self._check_open()
         ctx = self._ctx
-        ctx._enter()
+        ctx._enter("transaction.commit")
         inst, world = ctx._inst, ctx._sim.world
         if self.fenced and world.owner_epoch != inst.number:
             self.abort()

@@ -5,10 +5,11 @@ reference-log namespace, memory or LevelDB), the offset store (memory or LevelDB
 live in its state key space so they can be committed atomically with offsets) and the history
 being recorded. Instances reach it only through their :class:`~harness.sim.context.Context`.
 
-A machine crash loses unsynced offset-store writes. On the memory backend that is the store's
-own model (:meth:`MemoryOffsetStorage.lose_unsynced`); on LevelDB, whose page cache a test
-cannot drop, the world keeps the previous bytes of every unsynced write and puts them back
-(newest first), then syncs: exactly what LevelDB's log would recover after losing that suffix.
+A machine crash loses the unsynced offset-store writes *that machine* made, never another
+machine's (:mod:`harness.sim.unsynced` has the model and the journal). Neither backend can
+drop a page cache, so the world journals every unsynced write and, after a crash, puts every
+key the lost writes touched back to what survives: on memory by resetting the storage and
+writing the surviving image, on LevelDB by deleting the journaled keys and writing it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import bisect
 import itertools
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +34,7 @@ from harness.offsets.leveldb import LevelDBOffsetStore
 from harness.offsets.memory import MemoryOffsetStorage, MemoryOffsetStore
 from harness.sim.records import decode_input, decode_output, encode_input
 from harness.sim.topology import Topology
+from harness.sim.unsynced import Key, UnsyncedWrites, Value
 
 __all__ = ["Backend", "World"]
 
@@ -93,8 +95,7 @@ class World:
             self.namespace = open_namespace(leveldb_uri(root / "logs"), config=config)
             self._storage = None
             self.store = LevelDBOffsetStore(root / "offsets", sync=topology.offset_sync)
-        # LevelDB machine-crash model: per unsynced write, the (key, previous bytes) it replaced.
-        self._undo: list[list[tuple[bytes, bytes | None]]] = []
+        self._unsynced: UnsyncedWrites | None = UnsyncedWrites()
         self.partitions = topology.partition_names
         self.logs: dict[str, LogManager] = {}
         for name in self.partitions + tuple(f"out-{s}" for s in topology.log_sinks()):
@@ -112,10 +113,8 @@ class World:
         self._txid: dict[str, int] = dict.fromkeys(self.logs, 0)
         self.next_output_id = 0
         self.next_txn = 1
-        # What the offset store holds per partition, as a position (None: no offset), and
-        # what of it would survive a machine crash (synced writes, or a crash's survivors).
+        # What the offset store holds per partition, as a position (None: no offset).
         self.stored: dict[str, int | None] = dict.fromkeys(self.partitions, None)
-        self.durable: dict[str, int | None] = dict.fromkeys(self.partitions, None)
         self.table_keys: dict[str, set[str]] = {t: set() for t in topology.table_sinks()}
         self.owner_epoch = 0
         self.closed = False
@@ -160,14 +159,20 @@ class World:
             writer = self._producer_writers[partition] = self.logs[partition].open_writer()
         return writer
 
-    def produce(self, partition: str, count: int, ack: bool) -> None:
-        """Append ``count`` records; acknowledged only if ``ack`` (else the producer crashes)."""
+    def produce(
+        self, partition: str, count: int, ack: bool, *, stop: Callable[[], bool] | None = None
+    ) -> None:
+        """Append ``count`` records; acknowledged only if ``ack`` (else the producer crashes).
+        ``stop`` is asked every 1024 records: when it says so the producer crashes there."""
         writer = self._producer_writer(partition)
         record = self.record
         base = len(self.dlsns[partition])
         keys, poison_every = self.topology.keys, self.topology.poison_every
         appended = []
         for i in range(count):
+            if stop is not None and i & 1023 == 1023 and stop():
+                ack = False
+                break
             n = self._next_record
             self._next_record += 1
             record_id, key, value = f"r{n}", f"k{n % keys}", n % 5 + 1
@@ -209,7 +214,7 @@ class World:
         Retention that followed an offset a machine crash can still take back would lose
         records no processor bug explains, so it honours only what is durable.
         """
-        stored = self.durable[partition] or 0
+        stored = self.durable_position(partition) or 0
         target = min(upto, stored, len(self.dlsns[partition]))
         if target <= self.low_watermark[partition]:
             return
@@ -229,17 +234,16 @@ class World:
 
     def store_write(
         self,
+        machine: int,
         offsets: Mapping[str, DLSN],
         state: Mapping[str, bytes | None],
     ) -> None:
-        """One atomic offset-store write (journaled for the LevelDB machine-crash model)."""
+        """One atomic offset-store write by ``machine`` (journaled while it is unsynced)."""
         store = self.store
-        if isinstance(store, LevelDBOffsetStore) and not store.sync:
-            db = store._db  # the journal needs the raw previous bytes
-            assert db is not None
-            undo = [(p.encode(), db.get(p.encode())) for p in offsets]
-            undo += [(store._state_key(k), db.get(store._state_key(k))) for k in state]
-            self._undo.append(undo)
+        if not store.sync and self._unsynced is not None:
+            values: dict[Key, Value] = {("offset", p): dlsn for p, dlsn in offsets.items()}
+            values.update((("state", k), v) for k, v in state.items())
+            self._unsynced.record(machine, values, self._current)
         if len(offsets) == 1 and not state:
             [(partition, dlsn)] = offsets.items()
             store.put(partition, dlsn)
@@ -247,30 +251,30 @@ class World:
             store.commit(dict(offsets), dict(state))
         for partition, dlsn in offsets.items():
             self.stored[partition] = self.position(partition, dlsn)
-            if store.sync:
-                self.durable[partition] = self.stored[partition]
 
-    def machine_crash(self, keep: int) -> None:
-        """Lose the unsynced offset-store writes except the first ``keep``; record rollbacks."""
-        if self._storage is not None:
-            self._storage.lose_unsynced(min(keep, self._storage.unsynced_count))
-        else:
-            store = self.store
-            assert isinstance(store, LevelDBOffsetStore)
-            db = store._db
-            assert db is not None
-            lost, self._undo = self._undo[keep:], []
-            with db.write_batch(sync=True) as batch:
-                for undo in reversed(lost):
-                    for key, previous in undo:
-                        if previous is None:
-                            batch.delete(key)
-                        else:
-                            batch.put(key, previous)
+    def _current(self, key: Key) -> Value:
+        kind, name = key
+        return self.store.get(name) if kind == "offset" else self.store.get_state(name)
+
+    def forget_unsynced(self) -> None:
+        """Stop journaling: no machine crash and no retention will follow (the drain)."""
+        self._unsynced = None
+
+    def durable_position(self, partition: str) -> int | None:
+        """The stored offset of ``partition`` that no machine crash can take back."""
+        dlsn: Value = self.store.get(partition)
+        if self._unsynced is not None:
+            dlsn = self._unsynced.durable_value(("offset", partition), dlsn)
+        return self.position(partition, dlsn) if isinstance(dlsn, DLSN) else None
+
+    def machine_crash(self, machine: int, keep: int) -> None:
+        """``machine`` loses its unsynced offset-store writes except its first ``keep``;
+        record a ``rollback`` for every partition whose stored offset changed."""
+        if self._unsynced is not None and self._unsynced.crash(machine, keep):
+            self._restore()
         for partition in self.partitions:
             dlsn = self.store.get(partition)
             now = None if dlsn is None else self.position(partition, dlsn)
-            self.durable[partition] = now
             if now != self.stored[partition]:
                 self.stored[partition] = now
                 self.record(
@@ -279,6 +283,27 @@ class World:
                     offset=now,
                     dlsn=None if dlsn is None else dlsn.serialize(),
                 )
+
+    def _restore(self) -> None:
+        """Make the store hold what the journal says survived (no backend can drop a page
+        cache: clear every journaled key, then write the surviving image in one write)."""
+        assert self._unsynced is not None
+        image = self._unsynced.image()
+        store = self.store
+        if isinstance(store, LevelDBOffsetStore):
+            db = store._db
+            assert db is not None
+            with db.write_batch(sync=True) as batch:
+                for kind, name in image:
+                    batch.delete(
+                        store._reader_key(name) if kind == "offset" else store._state_key(name)
+                    )
+        else:
+            assert self._storage is not None  # its durable part is empty: nothing is synced
+            self._storage.lose_unsynced(0)
+        offsets = {n: v for (k, n), v in image.items() if k == "offset" and isinstance(v, DLSN)}
+        state = {n: v for (k, n), v in image.items() if k == "state" and isinstance(v, bytes)}
+        store.commit(offsets, state)
 
     # -- the end ---------------------------------------------------------------------------
 

@@ -39,9 +39,13 @@ from pyspark.sql import types as T
 from harness.check.verdict import MAX_WITNESSES
 from harness.history.events import (
     EVENT_FIELDS,
+    INT_FIELDS,
     REQUIRED_FIELDS,
+    STR_FIELDS,
     Aggregate,
+    AppendDetail,
     EventKind,
+    ReadDetail,
     SinkKind,
 )
 from harness.spark.source import RunSource
@@ -70,8 +74,6 @@ SINK_ORDERED: Final = 4
 SINK_COUNT: Final = 8
 SINK_SUM: Final = 16
 
-INT_FIELDS: Final = ("process", "offset", "part", "parts", "value", "output_id", "txn")
-STR_FIELDS: Final = ("partition", "record_id", "key", "sink", "dlsn", "detail")
 CHECKED_FIELDS: Final = INT_FIELDS + STR_FIELDS
 """The order in which the validator reports missing fields."""
 
@@ -302,8 +304,12 @@ def load(spark: SparkSession, runs: tuple[RunSource, ...], partitions: int) -> C
         "value",
         "output_id",
         "txn",
-        ((kc == APPEND) & F.coalesce(F.col("detail") == "poison", F.lit(False))).alias("poison"),
-        F.coalesce(F.col("detail") == "redelivered", F.lit(False)).alias("redelivered"),
+        (
+            (kc == APPEND) & F.coalesce(F.col("detail") == AppendDetail.POISON.value, F.lit(False))
+        ).alias("poison"),
+        F.coalesce(F.col("detail") == ReadDetail.REDELIVERED.value, F.lit(False)).alias(
+            "redelivered"
+        ),
         F.when(kc == END, F.col("detail")).alias("ed"),
         "bad",
     )
@@ -664,6 +670,20 @@ def records(context: Context, runs: Sequence[int]) -> DataFrame:
             )
         )
     )
+    # outputs its rules do not allow (all of a poison record's; parts above its emits'
+    # declared ones, rare, counted exactly by exact_below) are unexpected, never copies
+    poison = F.coalesce(F.col("poison"), F.lit(False))
+    beyond = F.coalesce(F.col("omax") >= parts, F.lit(False))
+    extra = (
+        F.when(poison, F.lit(0).cast(_LONG))
+        .when(beyond, F.lit(None).cast(_LONG))
+        .otherwise(F.coalesce(F.col("extra"), F.lit(0).cast(_LONG)))
+    )
+    unaccounted = (
+        F.when(poison, F.col("obs_n").cast(_LONG))
+        .when(beyond, F.lit(None).cast(_LONG))
+        .otherwise(F.lit(0).cast(_LONG))
+    )
     facts = level2.select(
         "run",
         "record_id",
@@ -680,7 +700,8 @@ def records(context: Context, runs: Sequence[int]) -> DataFrame:
         "parts",
         "obs_n",
         below.cast(_LONG).alias("below"),
-        F.coalesce(F.col("extra"), F.lit(0).cast(_LONG)).alias("extra"),
+        extra.alias("extra"),
+        unaccounted.alias("unacc"),
         "omask",
         F.coalesce(certificate_bad, F.lit(False)).alias("cert_bad"),
         "ordered_first",
@@ -690,26 +711,33 @@ def records(context: Context, runs: Sequence[int]) -> DataFrame:
 
 
 def exact_below(context: Context, runs: Sequence[int], facts: DataFrame) -> DataFrame:
-    """``facts`` with ``below`` counted exactly for the (rare) records whose parts go past
-    the bit mask and whose observed parts go past their expected parts."""
-    unknown = facts.where(F.col("below").isNull()).select("run", "record_id", "parts")
+    """``facts`` with ``below``, ``extra`` and ``unacc`` counted exactly for the (rare)
+    records the aggregation left open: parts past the bit mask, or observed parts their
+    emits never declared (those outputs are unexpected, not copies)."""
+    open_ = F.col("below").isNull() | F.col("unacc").isNull()
+    unknown = facts.where(open_).select("run", "record_id", "parts")
     ev = context.events.where(F.col("run").isin(*runs))
+    within = F.col("part") < F.col("parts")
     observed = (
         ev.where(
             (F.col("kc") == OBSERVE)
             & (F.col("sk").bitwiseAND(SINK_LOG) != 0)
             & F.col("record_id").isNotNull()
         )
-        .select("run", "record_id", "part")
-        .distinct()
+        .groupBy("run", "record_id", "part")
+        .agg(F.count(F.lit(1)).alias("copies"))
         .join(unknown, ["run", "record_id"])
         .groupBy("run", "record_id")
-        .agg(F.count_if(F.col("part") < F.col("parts")).alias("exact"))
+        .agg(
+            F.count_if(within).alias("x_below"),
+            F.sum(F.when(within, F.col("copies") - 1).otherwise(0)).alias("x_extra"),
+            F.sum(F.when(~within, F.col("copies")).otherwise(0)).alias("x_unacc"),
+        )
     )
     fixed = facts.join(observed, ["run", "record_id"], "left").select(
         *[
-            F.coalesce(F.col("below"), F.col("exact"), F.lit(0).cast(_LONG)).alias("below")
-            if name == "below"
+            F.coalesce(F.col(name), F.col(f"x_{name}"), F.lit(0).cast(_LONG)).alias(name)
+            if name in ("below", "extra", "unacc")
             else F.col(name)
             for name in facts.columns
         ]
@@ -721,7 +749,9 @@ def observe_rows(
     context: Context, facts: DataFrame, runs: Sequence[int], *, kind: str
 ) -> DataFrame:
     """The observe rows of log sinks that records' facts point at: ``kind`` ``"unexpected"``
-    (records with observes but no ack: ``run, record_id, pos, output_id, sink, app_pos``) or
+    (outputs their record's rules do not allow: of records never acknowledged, of poison
+    records, of parts no emit declared: ``run, record_id, pos, output_id, sink, part,
+    app_pos, ack_n, poison, parts``) or
     ``"duplicate"`` (acknowledged records with extra copies: ``run, record_id, part, pos,
     output_id``). Few rows in a sound history; the facts side is broadcast when small."""
     ev = context.events.where(F.col("run").isin(*runs))
@@ -730,13 +760,20 @@ def observe_rows(
         & (F.col("sk").bitwiseAND(SINK_LOG) != 0)
         & F.col("record_id").isNotNull()
     ).select("run", "record_id", "pos", "output_id", "sink", "part")
+    acked = F.col("ack_n") > 0
     if kind == "unexpected":
-        wanted = facts.where((F.col("ack_n") == 0) & (F.col("obs_n") > 0)).select(
-            "run", "record_id", "app_pos"
+        wanted = facts.where(
+            (~acked & (F.col("obs_n") > 0)) | (acked & (F.col("unacc") > 0))
+        ).select("run", "record_id", "app_pos", "ack_n", "poison", "parts")
+        return observes.join(wanted, ["run", "record_id"]).where(
+            (F.col("ack_n") == 0) | F.col("poison") | (F.col("part") >= F.col("parts"))
         )
-        return observes.join(wanted, ["run", "record_id"])
-    wanted = facts.where((F.col("ack_n") > 0) & (F.col("extra") > 0)).select("run", "record_id")
-    rows = observes.join(wanted, ["run", "record_id"])
+    wanted = facts.where(acked & (F.col("extra") > 0)).select("run", "record_id", "parts")
+    rows = (
+        observes.join(wanted, ["run", "record_id"])
+        .where(F.col("part") < F.col("parts"))
+        .drop("parts")
+    )
     copies = Window.partitionBy("run", "record_id", "part")
     return (
         rows.select("*", F.count(F.lit(1)).over(copies).alias("copies"))

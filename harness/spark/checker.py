@@ -20,19 +20,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, final
 
-from harness.check.local import NO_DRAIN_REASON
+from harness.check import wording
+from harness.check.policy import Finding, assemble, empty_stats, unknown, witness
 from harness.check.validate import MAX_PROBLEMS
-from harness.check.verdict import (
-    Anomaly,
-    AnomalyKind,
-    Guarantee,
-    Status,
-    Verdict,
-    Witness,
-)
+from harness.check.verdict import MAX_WITNESSES, AnomalyKind, Guarantee, Status, Verdict, Witness
 from harness.errors import ConfigError
-from harness.history.events import SinkKind
-from harness.spark._format import best, lexicographic, problem_message, witness
+from harness.history.events import EndDetail, SinkKind
+from harness.spark._format import lexicographic, problem_message
 from harness.spark.session import require_pyspark
 from harness.spark.source import RunSource, discover_runs
 
@@ -43,9 +37,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Analysis", "SparkCheck", "analyze_parquet", "check_parquet"]
 
-_COMPLETE: Final = "complete"
-_EMPTY: Final = "the history has no events; it needs at least its end event"
-_TOLERATED: Final = frozenset({AnomalyKind.DUPLICATE, AnomalyKind.OFFSET_REGRESSION})
 _OCCURRENCE_SCHEMA: Final = (
     "run int, kind string, sub string, cls string, weight long, ev array<long>, "
     "rk array<string>, rid string, pos long, l1 long, l2 long, l3 long, l4 long, l5 long, "
@@ -204,7 +195,11 @@ class _Run:
     @property
     def settled(self) -> bool:
         summary = self.summary
-        return summary is not None and summary.drains > 0 and summary.end_detail == _COMPLETE
+        return (
+            summary is not None
+            and summary.drains > 0
+            and summary.end_detail == EndDetail.COMPLETE.value
+        )
 
 
 class _Checker:
@@ -220,7 +215,7 @@ class _Checker:
             state.summary = summaries.get(state.number)
             if state.summary is None:
                 state.invalid = True
-                state.reasons = [_EMPTY]
+                state.reasons = [wording.EMPTY_HISTORY]
             elif _summary_fails(state.summary):
                 state.invalid = True
         live = [s.number for s in self.runs if not s.invalid]
@@ -261,11 +256,13 @@ class _Checker:
             .agg(
                 F.count_if(F.col("cert_bad")).alias("bad"),
                 F.count_if(acked).alias("acknowledged"),
-                F.sum(F.when(acked, F.col("parts"))).alias("expected_effects"),
+                F.sum(F.when(acked & ~poison, F.col("parts"))).alias("expected_effects"),
                 F.sum(F.when(acked, F.coalesce(F.col("extra"), F.lit(0)))).alias("duplicates"),
                 F.sum(F.when(acked & ~poison, missing)).alias("lost"),
-                F.count_if(F.col("below").isNull()).alias("unknown"),
-                F.count_if(~acked & (F.col("obs_n") > 0)).alias("unexpected"),
+                F.count_if(F.col("below").isNull() | F.col("unacc").isNull()).alias("unknown"),
+                F.count_if((~acked & (F.col("obs_n") > 0)) | (acked & (F.col("unacc") > 0))).alias(
+                    "unexpected"
+                ),
             )
             .collect()
         )
@@ -294,7 +291,7 @@ class _Checker:
             if not state.invalid and not state.stats:
                 summary = state.summary
                 assert summary is not None
-                state.stats = _empty_stats(summary.events)
+                state.stats = empty_stats(summary.events)
                 state.stats.update(appended=summary.appends, observed_outputs=summary.log_observes)
         return True
 
@@ -317,25 +314,16 @@ class _Checker:
             ]
             last = summary.events - 1
             if summary.ends == 0:
-                messages.append("the history has no end event; its last event must be 'end'")
+                messages.append(wording.NO_END)
             elif summary.ends > 1:
-                messages.append(
-                    f"the history has {summary.ends} end events (events "
-                    f"{', '.join(map(str, ends[number]))}); it must have exactly one, the last"
-                )
-            elif summary.end_pos != last:
-                messages.append(
-                    f"event {summary.end_pos} (end) is not the last event; the history goes "
-                    f"on to {last}"
-                )
+                messages.append(wording.many_ends(ends[number]))
+            elif summary.end_pos is not None and summary.end_pos != last:
+                messages.append(wording.end_not_last(summary.end_pos, last))
             if summary.drains > 1:
-                messages.append(
-                    f"the history has {summary.drains} drain events (events "
-                    f"{', '.join(map(str, drains[number]))}); it may have at most one"
-                )
+                messages.append(wording.many_drains(drains[number]))
             if len(messages) >= MAX_PROBLEMS:
                 messages = messages[:MAX_PROBLEMS]
-                messages.append(f"(stopped after {MAX_PROBLEMS} problems; there may be more)")
+                messages.append(wording.stopped_after(MAX_PROBLEMS))
             if not messages:  # the passes disagree with the replay: never call it valid
                 messages = [
                     "internal error: the Spark checker found this run malformed but "
@@ -436,52 +424,18 @@ class _Checker:
         groups: Mapping[tuple[AnomalyKind, str], tuple[int, list[Witness]]],
     ) -> Verdict:
         summary = state.summary
-        events = summary.events if summary is not None else 0
         if state.invalid:
-            return Verdict(
-                status=Status.UNKNOWN,
-                guarantee=guarantee,
-                reasons=tuple(state.reasons),
-                stats=_empty_stats(events),
-            )
+            return unknown(guarantee, state.reasons, summary.events if summary else 0)
         assert summary is not None
-        failing: list[Anomaly] = []
-        tolerated: list[Anomaly] = []
-        for kind in AnomalyKind:
-            if kind is AnomalyKind.COUNT_MISMATCH:
-                over = groups.get((kind, "over"), (0, []))
-                under = groups.get((kind, "under"), (0, []))
-                if guarantee is Guarantee.EXACTLY_ONCE:
-                    both = (over[0] + under[0], over[1] + under[1])
-                    if both[0]:
-                        failing.append(Anomaly(kind, both[0], best(both[1])))
-                else:
-                    if under[0]:
-                        failing.append(Anomaly(kind, under[0], best(under[1])))
-                    if over[0]:
-                        tolerated.append(Anomaly(kind, over[0], best(over[1])))
-                continue
-            count, witnesses = groups.get((kind, ""), (0, []))
-            if not count:
-                continue
-            anomaly = Anomaly(kind, count, best(witnesses))
-            if guarantee is Guarantee.AT_LEAST_ONCE and kind in _TOLERATED:
-                tolerated.append(anomaly)
-            else:
-                failing.append(anomaly)
-        reasons: list[str] = []
-        if not failing:
-            if summary.end_detail != _COMPLETE:
-                reasons.append(str(summary.end_detail))
-            if summary.drains == 0:
-                reasons.append(NO_DRAIN_REASON)
-        status = Status.INVALID if failing else Status.UNKNOWN if reasons else Status.VALID
-        return Verdict(
-            status=status,
-            guarantee=guarantee,
-            anomalies=tuple(failing),
-            tolerated=tuple(tolerated),
-            reasons=tuple(reasons),
+        findings = [
+            Finding(kind, count, tuple(witnesses), side == "over")
+            for (kind, side), (count, witnesses) in groups.items()
+        ]
+        return assemble(
+            guarantee,
+            findings,
+            end_detail=summary.end_detail,
+            drained=summary.drains > 0,
             stats=state.stats,
         )
 
@@ -568,18 +522,6 @@ def _summary_fails(summary: Summary) -> bool:
     )
 
 
-def _empty_stats(events: int) -> dict[str, int]:
-    return {
-        "events": events,
-        "appended": 0,
-        "acknowledged": 0,
-        "observed_outputs": 0,
-        "expected_effects": 0,
-        "duplicates": 0,
-        "lost": 0,
-    }
-
-
 def _assessed(state: _Run, kind: AnomalyKind, sub: str) -> bool:
     """Whether the local checker looks for ``kind`` in this run at all."""
     if (
@@ -642,90 +584,65 @@ def _witnesses(
             )
             if shown:
                 continue
-            detail = (
-                f"record {rid!r} part {part} was acknowledged at event {ack} but no log sink "
-                f"shows it"
-            )
-            result.append(witness((rid,), get("ev"), detail))
-            if len(result) == 5:
+            result.append(witness((rid,), get("ev"), wording.lost(rid, part, ack)))
+            if len(result) == MAX_WITNESSES:
                 break
         return result
     if kind is AnomalyKind.DUPLICATE:
-        outputs = get("la")
-        detail = (
-            f"record {get('rid')!r} part {get('l1')} was observed {len(outputs)} times "
-            f"(outputs {', '.join(map(str, outputs))})"
-        )
+        detail = wording.duplicate(get("rid"), get("l1"), get("la"))
         return [witness((get("rid"),), get("ev"), detail)]
     if kind is AnomalyKind.UNEXPECTED:
-        where = f"output {get('l1')} in sink {get('s1')!r}"
-        rid = get("rid")
-        if rid is None:
-            return [witness((), get("ev"), f"{where} has no input record")]
-        if get("l2") is None:
-            detail = f"{where} derives from record {rid!r}, which was never appended"
-        else:
-            detail = (
-                f"{where} derives from record {rid!r}, appended at event {get('l2')} but never "
-                f"acknowledged"
-            )
-        return [witness((rid,), get("ev"), detail)]
+        return [_unexpected(row)]
     if kind is AnomalyKind.ABORTED_READ:
-        where = f"output {get('l1')} in sink {get('s1')!r}"
-        detail = (
-            f"{where} was emitted at event {get('l2')} in transaction {get('l3')}, which "
-            f"aborted at event {get('l4')}"
-        )
+        detail = wording.aborted_read(get("l1"), get("s1"), get("l2"), get("l3"), get("l4"))
         rid = get("rid")
         return [witness(() if rid is None else (rid,), get("ev"), detail)]
     if kind is AnomalyKind.COUNT_MISMATCH:
-        observed = get("l2")
-        value = "observed 0 (key absent)" if observed is None else f"observed {observed}"
-        detail = f"sink {get('s1')} key {get('s2')}: expected {get('l1')}, {value}"
+        detail = wording.count_mismatch(get("s1"), get("s2"), get("l1"), get("l2"))
         return [witness(key_ids.get((run, get("s2")), []), get("ev"), detail)]
     if kind is AnomalyKind.NONMONOTONIC:
-        partition = names[get("l3")]
-        detail = (
-            f"sink {get('s2')!r} shows record {get('rid')!r} (offset {get('l1')} of partition "
-            f"{partition!r}) after record {get('s1')!r} (offset {get('l2')})"
+        detail = wording.nonmonotonic(
+            get("s2"), get("rid"), get("l1"), names[get("l3")], get("s1"), get("l2")
         )
         return [witness((get("s1"), get("rid")), get("ev"), detail)]
     partition = names[get("l6")]
     if kind is AnomalyKind.SKIP:
         offset, process, how, low, before = (get(n) for n in ("l1", "l2", "l3", "l4", "l5"))
-        if how == 0:
-            since = f"a fetch that found no stored offset (event {before})"
-        elif how == 1:
-            since = f"a fetch of offset {low} (event {before})"
-        else:
-            since = f"a read of offset {low} (event {before})"
+        if how == 2:
+            since = wording.since_read(low, before)
             low = low + 1
+        else:
+            since = wording.since_fetch(None if how == 0 else low, before)
         records, skipped = between[get("range")]
-        detail = (
-            f"process {process} read offset {offset} of partition {partition!r} after {since}: "
-            f"offsets {low} to {offset - 1} skipped ({skipped} appended records)"
-        )
+        detail = wording.skip(process, offset, partition, since, low, skipped)
         return [witness(records, get("ev"), detail)]
     if kind is AnomalyKind.OFFSET_AHEAD and sub == "a":
-        best_off = get("l3")
-        read = "nothing" if best_off is None else f"offset {best_off} (event {get('l4')})"
-        detail = (
-            f"process {get('l2')} committed offset {get('l1')} of partition {partition!r}, but "
-            f"the highest offset read before it was {read}"
-        )
+        detail = wording.ahead_of_reads(get("l2"), get("l1"), partition, get("l3"), get("l4"))
         return [witness(between[get("range")][0], get("ev"), detail)]
     if kind is AnomalyKind.OFFSET_AHEAD:
-        detail = (
-            f"process {get('l2')} committed offset {get('l1')} of partition {partition!r}, past "
-            f"lost record {get('rid')!r} at offset {get('l3')}"
-        )
+        detail = wording.past_lost(get("l2"), get("l1"), partition, get("rid"), get("l3"))
         return [witness((get("rid"),), get("ev"), detail)]
     assert kind is AnomalyKind.OFFSET_REGRESSION
-    detail = (
-        f"process {get('l2')} committed offset {get('l1')} of partition {partition!r}, below "
-        f"the stored offset {get('l3')} set at event {get('l4')}"
-    )
+    detail = wording.regression(get("l2"), get("l1"), partition, get("l3"), get("l4"))
     return [witness((), get("ev"), detail)]
+
+
+def _unexpected(row: Any) -> Witness:
+    """An output its record's rules do not allow (``l3``: 0 never appended, 1 never
+    acknowledged, 2 poison, 3 a part no emit declared; null: no record)."""
+    get = row.__getitem__
+    output, sink, rid, how = get("l1"), get("s1"), get("rid"), get("l3")
+    if rid is None:
+        return witness((), get("ev"), wording.unexpected_no_record(output, sink))
+    if how == 0:
+        detail = wording.unexpected_not_appended(output, sink, rid)
+    elif how == 1:
+        detail = wording.unexpected_unacknowledged(output, sink, rid, get("l2"))
+    elif how == 2:
+        detail = wording.unexpected_poison(output, sink, rid, get("l2"))
+    else:
+        detail = wording.unexpected_part(output, sink, rid, get("l4"), get("l5"))
+    return witness((rid,), get("ev"), detail)
 
 
 # ------------------------------------------------------------- occurrence frames (Spark)
@@ -770,7 +687,7 @@ def _lost(facts: DataFrame, lossy: Sequence[int]) -> DataFrame:
 def _effects(
     q: Any, context: Context, facts: DataFrame, unacked: Sequence[int], doubled: Sequence[int]
 ) -> list[DataFrame]:
-    """unexpected (records not acknowledged) and duplicate occurrences."""
+    """unexpected (outputs their record's rules do not allow) and duplicate occurrences."""
     from pyspark.sql import functions as F
 
     frames = []
@@ -789,6 +706,14 @@ def _effects(
                 "pos",
                 F.col("output_id").alias("l1"),
                 F.col("app_pos").alias("l2"),
+                F.when(F.col("app_pos").isNull(), 0)
+                .when(F.col("ack_n") == 0, 1)
+                .when(F.col("poison"), 2)
+                .otherwise(3)
+                .cast("long")
+                .alias("l3"),
+                F.col("part").alias("l4"),
+                F.col("parts").alias("l5"),
                 F.col("sink").alias("s1"),
             )
         )

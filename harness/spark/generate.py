@@ -39,7 +39,12 @@ from typing import Any, Final, final
 from harness.check.verdict import AnomalyKind, Guarantee, Status
 from harness.errors import ConfigError
 from harness.history.events import EVENT_FIELDS, SCHEMA_VERSION
-from harness.history.io import PARQUET_WRITER_OPTIONS, _pyarrow
+from harness.history.io import (
+    PARQUET_METADATA_KEY,
+    PARQUET_WRITER_OPTIONS,
+    _pyarrow,
+    history_arrow_schema,
+)
 
 __all__ = ["EVENTS_PER_RECORD", "GeneratedHistory", "Plan", "generate_history"]
 
@@ -47,10 +52,6 @@ EVENTS_PER_RECORD: Final = 5
 """Events each input record contributes (append, ack, read, emit, observe), besides the
 per-block commits and the few fixed events."""
 
-_METADATA_KEY: Final = b"harness.history"
-_INT_FIELDS: Final = frozenset(
-    {"index", "process", "offset", "part", "parts", "value", "output_id", "txn"}
-)
 _TOLERATED_UNDER_ALO: Final = frozenset({AnomalyKind.DUPLICATE, AnomalyKind.OFFSET_REGRESSION})
 
 
@@ -225,16 +226,9 @@ def generate_history(
             "records": records,
         },
     }
-    schema = pa.schema(
-        [
-            pa.field(
-                name,
-                pa.int64() if name in _INT_FIELDS else pa.string(),
-                nullable=name not in ("index", "kind"),
-            )
-            for name in EVENT_FIELDS
-        ]
-    ).with_metadata({_METADATA_KEY: json.dumps(header, separators=(",", ":")).encode()})
+    schema = history_arrow_schema().with_metadata(
+        {PARQUET_METADATA_KEY: json.dumps(header, separators=(",", ":")).encode()}
+    )
     writer_state = _Writer(pa, schema)
     target = os.fspath(path)
     os.makedirs(os.path.dirname(target) or ".", exist_ok=True)

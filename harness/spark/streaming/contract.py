@@ -8,7 +8,7 @@ about completed batches through ``commit``. Each check in :data:`CONTRACT_CHECKS
 promise; :func:`run_contract` runs them and raises :class:`ContractFailure` naming every
 check that failed::
 
-    from harness.spark.contract import run_contract
+    from harness.spark.streaming.contract import run_contract
 
     run_contract(MySource, {"path": "/data/in"}, add_data=append_three_records, spark=spark)
 

@@ -1,43 +1,44 @@
 """Spark Structured Streaming under crash schedules: a real query, crashed, restarted, checked.
 
 :func:`run_stream` puts one :class:`Variant` of a streaming query (the reference log as its
-source, through :mod:`harness.spark.datasource`) under a :class:`StreamSchedule` and returns
-a :class:`StreamResult` whose :class:`~harness.history.events.History` the checkers judge::
+source, through :mod:`harness.spark.streaming.datasource`) under a
+:class:`~harness.spark.streaming.schedule.StreamSchedule` and returns a :class:`StreamResult`
+whose :class:`~harness.history.events.History` the checkers judge::
 
     result = run_stream(Variant.FOREACH_BATCH_APPEND, schedule, workdir=tmp)
     check(result.history, Guarantee.EXACTLY_ONCE)  # INVALID, duplicate, after an after-write crash
 
-**Schedules** are plain data (JSON round trip, :meth:`StreamSchedule.dumps`), drawn by
-:func:`stream_schedules`. Steps:
+Each step of the schedule runs as :mod:`harness.spark.streaming.schedule` describes it. A
+``CrashQuery`` crashes its run's micro-batch ``batch`` at ``point``:
 
-* :class:`ProduceRecords` ``(count, log)``: the producer appends ``count`` records to log
-  ``log`` (modulo the logs) and commits: ``append`` then ``ack`` events.
-* :class:`RunBatches` ``(batches)``: a query starts from the checkpoint, runs up to ``batches``
-  micro-batches of the available input (``Trigger.AvailableNow``) and stops cleanly.
-* :class:`CrashQuery` ``(batch, point, how)``: a query starts from the checkpoint and runs
-  until its micro-batch number ``batch`` (0-based, counted in this run, a replayed batch
-  included), which crashes at ``point``:
+- ``BEFORE_WRITE``: the batch's offsets are in the checkpoint's offset log, nothing of it is
+  written (the source fails while planning the batch's partitions);
+- ``AFTER_WRITE``: the batch's output is written, the checkpoint has not committed it (the
+  ``foreachBatch`` function fails after its write; for the Parquet sink, whose write and
+  commit happen inside Spark, the run stops after the batch and the checkpoint's commit
+  entry for it is removed, which is the state a crash between the sink's commit and the
+  checkpoint's leaves on disk);
 
-  - ``BEFORE_WRITE``: the batch's offsets are in the checkpoint's offset log, nothing of it is
-    written (the source fails while planning the batch's partitions);
-  - ``AFTER_WRITE``: the batch's output is written, the checkpoint has not committed it (the
-    ``foreachBatch`` function fails after its write; for the Parquet sink, whose write and
-    commit happen inside Spark, the run stops after the batch and the checkpoint's commit
-    entry for it is removed, which is the state a crash between the sink's commit and the
-    checkpoint's leaves on disk);
-
-  and ``how``: ``RAISE`` (in this process: the micro-batch raises, the query dies with an
-  exception) or ``SIGKILL`` (the query runs in a child driver process, ``python -m
-  harness.spark._driver``, which blocks at the crash point and is killed with ``SIGKILL``,
-  together with its JVM and Python workers). The runner knows how many batches a run will
-  have (it plans them as the source does), so a ``batch`` beyond the run's last crashes the
-  last one. A SIGKILL at ``AFTER_WRITE`` of the Parquet sink lands as the next batch is
-  planned, after the batch's commit (there is no hook inside Spark's sink commit); the
-  :class:`FiredCrash` records where each crash really landed.
+killed ``RAISE`` (in this process: the micro-batch raises, the query dies with an exception)
+or ``SIGKILL`` (the query runs in a child driver process, ``python -m
+harness.spark.streaming._driver``, which blocks at the crash point and is killed with
+``SIGKILL``, together with its JVM and Python workers). The runner knows how many batches a
+run will have (it plans them as the source does), so a ``batch`` beyond the run's last
+crashes the last one. A SIGKILL at ``AFTER_WRITE`` of the Parquet sink lands as the next batch
+is planned, after the batch's commit (there is no hook inside Spark's sink commit); the
+:class:`FiredCrash` records where each crash really landed.
 
 Every step is valid in every state; a run with nothing to process starts no query. After the
 steps the run **drains**: a fresh query processes everything, the sinks are observed, and the
 history ends ``complete`` when the checkpoint's committed offsets reach every log's end.
+
+**Failures of Spark are verdicts, never exceptions.** Whatever Spark does when a query
+starts, runs, drains or is observed (an exception from the engine, a Python worker that
+misses its deadline, a JVM that dies, a sink that cannot be read, a query that outlives
+``timeout_s``), the run records an ``error`` event with Spark's message and ends
+``incomplete: <why>``, which the checkers report as UNKNOWN. :func:`run_stream` raises only
+for bad arguments (:class:`~harness.errors.ConfigError`) and for failures of the harness's
+own world (its LevelDB namespace, its working directory).
 
 **Variants** and what each promises (:attr:`Variant.guarantee`): ``PARQUET`` (file sink with a
 checkpoint: exactly-once, read back through the sink's metadata log), ``FOREACH_BATCH_APPEND``
@@ -58,15 +59,12 @@ import contextlib
 import enum
 import json
 import os
-import select
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from harness.check.verdict import Guarantee
 from harness.errors import ConfigError, HarnessError
@@ -82,31 +80,29 @@ from harness.history.events import (
 from harness.log.dlsn import DLSN
 from harness.log.namespace import leveldb_uri, open_namespace
 from harness.log.record import LogRecord
+from harness.spark.streaming._children import await_line, kill_tree, wait_exit
+from harness.spark.streaming.schedule import (
+    CrashHow,
+    CrashPoint,
+    CrashQuery,
+    ProduceRecords,
+    RunBatches,
+    StreamSchedule,
+)
 
 if TYPE_CHECKING:
-    from hypothesis.strategies import SearchStrategy
     from pyspark.sql import SparkSession
 
 __all__ = [
-    "STREAM_SCHEDULE_VERSION",
-    "CrashHow",
-    "CrashPoint",
-    "CrashQuery",
     "FiredCrash",
     "InjectedCrash",
-    "ProduceRecords",
-    "RunBatches",
     "RunSpec",
     "StreamConfig",
     "StreamResult",
-    "StreamSchedule",
-    "StreamStep",
     "Variant",
     "run_stream",
-    "stream_schedules",
 ]
 
-STREAM_SCHEDULE_VERSION: Final = 1
 _INITIAL: Final = DLSN.INITIAL.to_json()
 _CHILD_JVM_OPTIONS: Final = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 _WORKER_TIMEOUT: Final = "Python worker failed to connect back"
@@ -150,204 +146,6 @@ class Variant(str, enum.Enum):
         return SinkSpec(kind=SinkKind.LOG)
 
 
-class CrashPoint(str, enum.Enum):
-    """Where in a micro-batch a crash lands."""
-
-    BEFORE_WRITE = "before-write"
-    """The batch is in the checkpoint's offset log; nothing of it is written."""
-    AFTER_WRITE = "after-write"
-    """The batch's output is written; the checkpoint has not committed the batch."""
-
-
-class CrashHow(str, enum.Enum):
-    """How the query dies."""
-
-    RAISE = "raise"
-    """In this process: the micro-batch raises and the query terminates with the exception."""
-    SIGKILL = "sigkill"
-    """The query runs in a child driver process, killed with SIGKILL (JVM and workers too)."""
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class ProduceRecords:
-    """The producer appends ``count`` records to log number ``log`` (modulo the logs)."""
-
-    count: int = 1
-    log: int = 0
-    op: ClassVar[str] = "produce"
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class RunBatches:
-    """A query starts from the checkpoint, runs up to ``batches`` micro-batches, stops."""
-
-    batches: int = 1
-    op: ClassVar[str] = "run"
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class CrashQuery:
-    """A query starts from the checkpoint and crashes in its micro-batch ``batch``."""
-
-    batch: int = 0
-    point: CrashPoint = CrashPoint.AFTER_WRITE
-    how: CrashHow = CrashHow.RAISE
-    op: ClassVar[str] = "crash"
-
-
-StreamStep: TypeAlias = ProduceRecords | RunBatches | CrashQuery
-_STEP_TYPES: Final[Mapping[str, type[StreamStep]]] = {
-    cls.op: cls for cls in (ProduceRecords, RunBatches, CrashQuery)
-}
-_LIMITS: Final[Mapping[str, tuple[int, int]]] = {
-    "count": (0, 1_000_000),
-    "log": (0, 1_000),
-    "batches": (1, 10_000),
-    "batch": (0, 10_000),
-}
-_ENUMS: Final[Mapping[str, type[enum.Enum]]] = {"point": CrashPoint, "how": CrashHow}
-
-
-def _step_to_json(step: StreamStep) -> dict[str, Any]:
-    data: dict[str, Any] = {"op": step.op}
-    for f in fields(step):
-        value = getattr(step, f.name)
-        data[f.name] = value.value if isinstance(value, enum.Enum) else value
-    return data
-
-
-def _step_from_json(data: object, where: str) -> StreamStep:
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{where} must be a JSON object such as {{'op': 'run'}}, got {data!r}")
-    op = data.get("op")
-    cls = _STEP_TYPES.get(op) if isinstance(op, str) else None
-    if cls is None:
-        raise ConfigError(f"{where} has unknown op {op!r}; known ops: {', '.join(_STEP_TYPES)}")
-    names = {f.name for f in fields(cls)}
-    unknown = sorted(set(data) - names - {"op"})
-    if unknown:
-        raise ConfigError(
-            f"{where} ({op}) has unknown field(s) {unknown}; it takes {sorted(names)}"
-        )
-    kwargs: dict[str, Any] = {}
-    for name in names:
-        if name not in data:
-            continue
-        value = data[name]
-        if name in _ENUMS:
-            try:
-                kwargs[name] = _ENUMS[name](value)
-            except ValueError:
-                choices = ", ".join(str(m.value) for m in _ENUMS[name])
-                raise ConfigError(
-                    f"{where} ({op}) field {name!r} must be one of {choices}, got {value!r}"
-                ) from None
-        else:
-            kwargs[name] = value
-    return cls(**kwargs)
-
-
-def _check_step(step: object, where: str) -> None:
-    if type(step) not in _STEP_TYPES.values():
-        raise ConfigError(
-            f"{where} is {step!r}, not a stream step; use ProduceRecords, RunBatches or "
-            "CrashQuery from harness.spark.streaming"
-        )
-    for f in fields(step):  # type: ignore[arg-type]
-        value = getattr(step, f.name)
-        if f.name in _ENUMS:
-            if not isinstance(value, _ENUMS[f.name]):
-                raise ConfigError(
-                    f"{where} field {f.name!r} must be a {_ENUMS[f.name].__name__}, got {value!r}"
-                )
-            continue
-        low, high = _LIMITS[f.name]
-        if type(value) is not int or not low <= value <= high:
-            raise ConfigError(
-                f"{where} field {f.name!r} must be an integer in [{low}, {high}], got {value!r}"
-            )
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class StreamSchedule:
-    """Steps to execute in order, then a fault-free drain unless ``drain`` is False."""
-
-    steps: tuple[StreamStep, ...] = ()
-    drain: bool = True
-    version: int = STREAM_SCHEDULE_VERSION
-
-    def __post_init__(self) -> None:
-        steps: object = self.steps
-        if not isinstance(steps, tuple):
-            object.__setattr__(self, "steps", tuple(steps))  # type: ignore[arg-type]
-        if type(self.drain) is not bool:
-            raise ConfigError(f"stream schedule drain must be True or False, got {self.drain!r}")
-        if self.version != STREAM_SCHEDULE_VERSION:
-            raise ConfigError(
-                f"stream schedule version {self.version!r} is not supported; this harness reads "
-                f"version {STREAM_SCHEDULE_VERSION}"
-            )
-        for i, step in enumerate(self.steps):
-            _check_step(step, f"stream schedule step {i}")
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "drain": self.drain,
-            "steps": [_step_to_json(step) for step in self.steps],
-        }
-
-    def dumps(self) -> str:
-        """Compact one-line JSON, identical for equal schedules."""
-        return json.dumps(self.to_json(), separators=(",", ":"))
-
-    @classmethod
-    def from_json(cls, data: object) -> StreamSchedule:
-        """Build a schedule from its JSON form (a dict, or text); bad input raises ConfigError."""
-        if isinstance(data, str | bytes):
-            try:
-                data = json.loads(data)
-            except ValueError as exc:
-                raise ConfigError(f"stream schedule is not valid JSON: {exc}") from None
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"a stream schedule is a JSON object with 'steps', got {data!r:.80}")
-        unknown = sorted(set(data) - {"version", "drain", "steps"})
-        if unknown:
-            raise ConfigError(f"stream schedule has unknown field(s) {unknown}")
-        version = data.get("version", STREAM_SCHEDULE_VERSION)
-        steps = data.get("steps", [])
-        if not isinstance(steps, Sequence) or isinstance(steps, str | bytes):
-            raise ConfigError(f"stream schedule 'steps' must be a list, got {steps!r:.80}")
-        return cls(
-            steps=tuple(_step_from_json(s, f"step {i}") for i, s in enumerate(steps)),
-            drain=data.get("drain", True),
-            version=version,
-        )
-
-    def describe(self) -> str:
-        """One step per line, numbered, for humans."""
-        lines = []
-        for i, step in enumerate(self.steps):
-            args = ", ".join(
-                f"{f.name}={getattr(step, f.name)!s}"
-                if isinstance(getattr(step, f.name), enum.Enum)
-                else f"{f.name}={getattr(step, f.name)!r}"
-                for f in fields(step)
-            )
-            lines.append(f"{i:3d}. {type(step).__name__}({args})")
-        lines.append("     drain" if self.drain else "     (no drain)")
-        return "\n".join(lines)
-
-    @property
-    def kills(self) -> int:
-        """How many steps SIGKILL a child driver process."""
-        return sum(isinstance(s, CrashQuery) and s.how is CrashHow.SIGKILL for s in self.steps)
-
-
 @final
 @dataclass(frozen=True, slots=True)
 class StreamConfig:
@@ -378,7 +176,7 @@ class StreamConfig:
 @final
 @dataclass(frozen=True, slots=True)
 class RunSpec:
-    """One query run, as plain data: what :mod:`harness.spark._driver` executes (in this
+    """One query run, as plain data: what :mod:`harness.spark.streaming._driver` executes (in this
     process or in a child driver). Internal to the runner; documented for the driver."""
 
     variant: Variant
@@ -607,8 +405,8 @@ class _Runner:
     def _batches_ahead(self) -> int:
         """How many micro-batches a query started now runs: a batch the checkpoint logged but
         did not commit (replayed first), then the batches the source plans up to every log's
-        end, exactly as :class:`~harness.spark.datasource.DLogStreamReader` plans them."""
-        from harness.spark.datasource import (
+        end, exactly as :class:`~harness.spark.streaming.datasource.DLogStreamReader` plans them."""
+        from harness.spark.streaming.datasource import (
             SourceOptions,
             decode_offsets,
             latest_offsets,
@@ -697,7 +495,7 @@ class _Runner:
         return _Outcome(fired=True, batch=batch)
 
     def _in_process(self, spec: RunSpec) -> _Outcome:
-        from harness.spark import _driver
+        from harness.spark.streaming import _driver
 
         result = _driver.run_in_process(self._session(), spec, timeout_s=self.config.timeout_s)
         return _Outcome(
@@ -747,7 +545,7 @@ class _Runner:
         try:
             with log_path.open("wb") as log:
                 child = subprocess.Popen(
-                    [sys.executable, "-m", "harness.spark._driver", str(spec_path)],
+                    [sys.executable, "-m", "harness.spark.streaming._driver", str(spec_path)],
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
@@ -755,15 +553,15 @@ class _Runner:
                     env=env,
                 )
             try:
-                message = _await_line(child, channel, self.config.timeout_s, log_path)
+                message = await_line(child, channel, self.config.timeout_s, log_path)
             except BaseException:
-                _kill_tree(child)
+                kill_tree(child)
                 raise
         finally:
             os.close(channel)
         words = message.split()
         if words[0] == "fired":
-            _kill_tree(child)
+            kill_tree(child)
             rows = int(words[3])
             return _Outcome(
                 fired=True,
@@ -771,7 +569,7 @@ class _Runner:
                 batch=int(words[2]),
                 rows=rows if rows >= 0 else None,
             )
-        _wait_exit(child, self.config.timeout_s, log_path)
+        wait_exit(child, self.config.timeout_s, log_path)
         if words[0] == "done":
             return _Outcome()
         return _Outcome(error=message.partition(" ")[2] or "the child driver failed")
@@ -779,8 +577,8 @@ class _Runner:
     # -- the drain ------------------------------------------------------------------------
 
     def _drain(self) -> str:
-        from harness.spark import _driver
-        from harness.spark.datasource import latest_offsets
+        from harness.spark.streaming import _driver
+        from harness.spark.streaming.datasource import latest_offsets
 
         outcome = _Outcome()
         if self._batches_ahead():  # else the checkpoint has every log's end committed already
@@ -873,167 +671,3 @@ def _checkpoint_state(checkpoint: Path) -> _CheckpointState:
     if offsets and max(offsets) > max(commits, default=-1):
         uncommitted = _logged_offset(checkpoint, max(offsets))
     return _CheckpointState(committed=committed, uncommitted=uncommitted)
-
-
-# -- child processes ------------------------------------------------------------------------
-
-
-def _await_line(child: subprocess.Popen[bytes], channel: int, timeout_s: float, log: Path) -> str:
-    """The first line the child (or its Spark processes) writes to the FIFO ``channel``."""
-    deadline = time.monotonic() + timeout_s
-    buffered = b""
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise HarnessError(
-                f"the child driver (pid {child.pid}) reported nothing in {timeout_s:.0f}s; "
-                f"its output is in {log}"
-            )
-        # a bounded wait on the FIFO, waking up to notice a child that died silently
-        ready, _, _ = select.select([channel], [], [], min(remaining, 0.5))
-        if ready:
-            with contextlib.suppress(BlockingIOError):
-                buffered += os.read(channel, 4096)
-        if b"\n" in buffered:
-            return buffered.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
-        if not ready and child.poll() is not None:
-            raise HarnessError(
-                f"the child driver (pid {child.pid}) exited with status {child.returncode} "
-                f"without reporting; its output is in {log}:\n{_tail(log)}"
-            )
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no output)"
-
-
-def _wait_exit(child: subprocess.Popen[bytes], timeout_s: float, log: Path) -> None:
-    try:
-        child.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_tree(child)
-        raise HarnessError(
-            f"the child driver (pid {child.pid}) did not exit within {timeout_s:.0f}s after "
-            f"finishing; its output is in {log}"
-        ) from None
-
-
-def _proc_stat(pid: int) -> tuple[str, int, int] | None:
-    """``(state, ppid, pgrp)`` of a process from ``/proc``, None when it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields_after_name = text[text.rfind(")") + 2 :].split()
-    return fields_after_name[0], int(fields_after_name[1]), int(fields_after_name[2])
-
-
-def _descendants(root: int) -> set[int]:
-    parents: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            stat = _proc_stat(int(entry.name))
-            if stat is not None:
-                parents.setdefault(stat[1], []).append(int(entry.name))
-    found: set[int] = set()
-    todo = [root]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
-
-
-def _alive(pid: int) -> bool:
-    stat = _proc_stat(pid)
-    return stat is not None and stat[0] not in ("Z", "X")
-
-
-def _kill_tree(child: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the child driver, its JVM and every process they started (by id), then wait
-    until all are gone, so that nothing of the dead driver still holds a log or the
-    checkpoint when the next run starts."""
-    pids = _descendants(child.pid) | {child.pid}
-    own_group = os.getpgrp()
-    groups: set[int] = set()
-    for pid in pids:
-        stat = _proc_stat(pid)
-        if stat is not None and stat[2] != own_group:
-            groups.add(stat[2])
-    for group in groups:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(group, signal.SIGKILL)
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    child.wait()
-    deadline = time.monotonic() + 60.0
-    while any(_alive(pid) for pid in pids):
-        if time.monotonic() > deadline:
-            raise HarnessError(
-                f"processes {sorted(p for p in pids if _alive(p))} of the killed driver are "
-                "still alive 60s after SIGKILL"
-            )
-        # polling /proc: a killed process's exit cannot be waited for by a non-parent
-        time.sleep(0.01)
-
-
-# -- schedules for Hypothesis ---------------------------------------------------------------
-
-
-def stream_schedules(
-    *,
-    logs: int = 2,
-    max_steps: int = 4,
-    max_count: int = 12,
-    max_batch: int = 2,
-    sigkill: bool = False,
-) -> SearchStrategy[StreamSchedule]:
-    """Schedules of up to ``max_steps`` steps: a :class:`ProduceRecords` (1 to ``max_count``
-    records into one of ``logs`` logs), a :class:`CrashQuery` (at batch 0 to ``max_batch``),
-    then produce / run / crash steps. Crashes are ``RAISE`` unless ``sigkill`` (then at most
-    one ``SIGKILL``: each costs a child JVM). Shrinking removes steps and lowers counts."""
-    from hypothesis import strategies as st
-
-    for name, value, low in (
-        ("logs", logs, 1),
-        ("max_steps", max_steps, 2),
-        ("max_count", max_count, 1),
-        ("max_batch", max_batch, 0),
-    ):
-        if type(value) is not int or value < low:
-            raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
-    hows = [CrashHow.RAISE, CrashHow.SIGKILL] if sigkill else [CrashHow.RAISE]
-    produce = st.builds(
-        ProduceRecords,
-        count=st.integers(1, max_count),
-        log=st.integers(0, logs - 1),
-    )
-    run = st.builds(RunBatches, batches=st.integers(1, 3))
-    crash = st.builds(
-        CrashQuery,
-        batch=st.integers(0, max_batch),
-        point=st.sampled_from(list(CrashPoint)),
-        how=st.sampled_from(hows),
-    )
-    rest = st.lists(st.one_of(crash, produce, run), min_size=0, max_size=max_steps - 2)
-
-    def assemble(parts: tuple[ProduceRecords, CrashQuery, list[StreamStep]]) -> StreamSchedule:
-        first, crash_step, more = parts
-        steps: list[StreamStep] = [first, crash_step, *more]
-        kills = [
-            i
-            for i, s in enumerate(steps)
-            if isinstance(s, CrashQuery) and s.how is CrashHow.SIGKILL
-        ]
-        for i in kills[1:]:
-            step = steps[i]
-            assert isinstance(step, CrashQuery)
-            steps[i] = CrashQuery(batch=step.batch, point=step.point, how=CrashHow.RAISE)
-        return StreamSchedule(steps=tuple(steps))
-
-    return st.tuples(produce, crash, rest).map(assemble)

@@ -2,7 +2,7 @@
 child driver that a SIGKILL step kills.
 
 :func:`run_in_process` runs one :class:`~harness.spark.streaming.RunSpec` on a session of this
-process; ``python -m harness.spark._driver SPEC.json`` runs one in a fresh driver process
+process; ``python -m harness.spark.streaming._driver SPEC.json`` runs one in a fresh driver process
 (own JVM), reporting on the spec's FIFO one line: ``fired <point> <batch> <rows>`` when it
 reached its crash point (it then blocks until the parent kills it), ``done`` when the query
 finished, ``error <message>`` when it failed.
@@ -35,8 +35,8 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import StructType
 
 from harness.errors import HarnessError
-from harness.spark.datasource import DLogDataSource, DLogStreamReader, SourceOptions
-from harness.spark.streaming import InjectedCrash, RunSpec, Variant
+from harness.spark.streaming.datasource import DLogDataSource, DLogStreamReader, SourceOptions
+from harness.spark.streaming.runner import InjectedCrash, RunSpec, Variant
 
 __all__ = ["GATED_SOURCE_NAME", "GatedDLogDataSource", "main", "observe", "run_in_process"]
 
@@ -342,7 +342,7 @@ def main(argv: Sequence[str]) -> int:
 
 if __name__ == "__main__":
     # Run through the importable module, so that the classes Spark pickles are
-    # harness.spark._driver's and not __main__'s.
-    from harness.spark import _driver
+    # harness.spark.streaming._driver's and not __main__'s.
+    from harness.spark.streaming import _driver
 
     sys.exit(_driver.main(sys.argv))

@@ -3,7 +3,7 @@
 A PySpark Python data source (``pyspark.sql.datasource``) over logs of a
 ``distributedlog-leveldb:///PATH`` namespace, with a batch reader and a streaming reader::
 
-    from harness.spark.datasource import register_dlog
+    from harness.spark.streaming.datasource import register_dlog
 
     register_dlog(spark)
     stream = (

@@ -1,0 +1,54 @@
+"""Spark Structured Streaming under test: the dlog data source, its contract, crash schedules.
+
+* :func:`run_stream` runs one :class:`Variant` of a streaming query under a
+  :class:`StreamSchedule` (produce, run, crash by exception or ``SIGKILL``, drain) and returns
+  a :class:`StreamResult` whose history the checkers judge (:mod:`.runner`); a failure of
+  Spark ends the run ``incomplete`` (UNKNOWN), never with an exception.
+* The schedules are data (:mod:`.schedule`); :func:`harness.strategies.stream_schedules`
+  draws them with Hypothesis.
+* :mod:`harness.spark.streaming.datasource` is the reference log as a PySpark Python data
+  source, ``spark.readStream.format("dlog")`` (it imports pyspark on import).
+* :mod:`harness.spark.streaming.contract` checks the promises Spark's exactly-once rests on,
+  on any Python streaming data source.
+
+Importing this package imports neither pyspark nor Hypothesis; a query run imports pyspark.
+``docs/streaming.md`` describes the variants, the crashes and the measured throughput.
+"""
+
+from harness.spark.streaming.runner import (
+    FiredCrash,
+    InjectedCrash,
+    RunSpec,
+    StreamConfig,
+    StreamResult,
+    Variant,
+    run_stream,
+)
+from harness.spark.streaming.schedule import (
+    STREAM_SCHEDULE_VERSION,
+    CrashHow,
+    CrashPoint,
+    CrashQuery,
+    ProduceRecords,
+    RunBatches,
+    StreamSchedule,
+    StreamStep,
+)
+
+__all__ = [
+    "STREAM_SCHEDULE_VERSION",
+    "CrashHow",
+    "CrashPoint",
+    "CrashQuery",
+    "FiredCrash",
+    "InjectedCrash",
+    "ProduceRecords",
+    "RunBatches",
+    "RunSpec",
+    "StreamConfig",
+    "StreamResult",
+    "StreamSchedule",
+    "StreamStep",
+    "Variant",
+    "run_stream",
+]

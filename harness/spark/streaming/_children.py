@@ -1,0 +1,126 @@
+"""Child driver processes of the streaming runner: waiting for their report, killing them whole.
+
+:func:`await_line` waits (a ``select`` with a deadline, no sleeps) for the first line a child
+driver or one of its Spark processes writes to a FIFO; :func:`kill_tree` sends ``SIGKILL`` to
+the child, its JVM and every process they started (process groups and every descendant found
+in ``/proc``, by id) and returns once none is alive, so nothing of a dead driver still holds a
+log or the checkpoint. Linux only (``/proc``, FIFOs, process groups).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+__all__ = ["await_line", "kill_tree", "tail", "wait_exit"]
+
+
+def await_line(child: subprocess.Popen[bytes], channel: int, timeout_s: float, log: Path) -> str:
+    """The first line the child (or its Spark processes) writes to the FIFO ``channel``."""
+    deadline = time.monotonic() + timeout_s
+    buffered = b""
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise HarnessError(
+                f"the child driver (pid {child.pid}) reported nothing in {timeout_s:.0f}s; "
+                f"its output is in {log}"
+            )
+        # a bounded wait on the FIFO, waking up to notice a child that died silently
+        ready, _, _ = select.select([channel], [], [], min(remaining, 0.5))
+        if ready:
+            with contextlib.suppress(BlockingIOError):
+                buffered += os.read(channel, 4096)
+        if b"\n" in buffered:
+            return buffered.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+        if not ready and child.poll() is not None:
+            raise HarnessError(
+                f"the child driver (pid {child.pid}) exited with status {child.returncode} "
+                f"without reporting; its output is in {log}:\n{tail(log)}"
+            )
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no output)"
+
+
+def wait_exit(child: subprocess.Popen[bytes], timeout_s: float, log: Path) -> None:
+    try:
+        child.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        kill_tree(child)
+        raise HarnessError(
+            f"the child driver (pid {child.pid}) did not exit within {timeout_s:.0f}s after "
+            f"finishing; its output is in {log}"
+        ) from None
+
+
+def _proc_stat(pid: int) -> tuple[str, int, int] | None:
+    """``(state, ppid, pgrp)`` of a process from ``/proc``, None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields_after_name = text[text.rfind(")") + 2 :].split()
+    return fields_after_name[0], int(fields_after_name[1]), int(fields_after_name[2])
+
+
+def _descendants(root: int) -> set[int]:
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            stat = _proc_stat(int(entry.name))
+            if stat is not None:
+                parents.setdefault(stat[1], []).append(int(entry.name))
+    found: set[int] = set()
+    todo = [root]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    stat = _proc_stat(pid)
+    return stat is not None and stat[0] not in ("Z", "X")
+
+
+def kill_tree(child: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the child driver, its JVM and every process they started (by id), then wait
+    until all are gone, so that nothing of the dead driver still holds a log or the
+    checkpoint when the next run starts."""
+    pids = _descendants(child.pid) | {child.pid}
+    own_group = os.getpgrp()
+    groups: set[int] = set()
+    for pid in pids:
+        stat = _proc_stat(pid)
+        if stat is not None and stat[2] != own_group:
+            groups.add(stat[2])
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    child.wait()
+    deadline = time.monotonic() + 60.0
+    while any(_alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            raise HarnessError(
+                f"processes {sorted(p for p in pids if _alive(p))} of the killed driver are "
+                "still alive 60s after SIGKILL"
+            )
+        # polling /proc: a killed process's exit cannot be waited for by a non-parent
+        time.sleep(0.01)

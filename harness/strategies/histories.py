@@ -1,0 +1,274 @@
+"""Hypothesis strategies that draw histories, for testing checkers against each other.
+
+:func:`histories` draws well-formed histories of random events: nothing promises they are
+correct, and every anomaly kind can occur (lost, duplicate, unexpected (including outputs of
+poison records and of undeclared parts), aborted-read, count-mismatch on both sides,
+nonmonotonic, skip, offset-ahead, offset-regression), with incomplete and undrained runs,
+redeliveries, truncation, appends that take an unacknowledged position again or jump ahead,
+and histories without a log sink. :func:`malformed_histories` breaks such a history in the
+ways a Parquet file can hold (values keep their types), and :func:`empty_history` has no
+events. The local and the Spark checker are held to the same verdict on all three.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Final
+
+from hypothesis import strategies as st
+
+from harness.history.events import (
+    INT_FIELDS,
+    Aggregate,
+    AppendDetail,
+    EndDetail,
+    Event,
+    EventKind,
+    History,
+    HistoryMeta,
+    ReadDetail,
+    SinkKind,
+    SinkSpec,
+)
+
+__all__ = ["KEYS", "PARTITIONS", "empty_history", "histories", "malformed_histories"]
+
+KEYS: Final = ("k1", "k2", "k3")
+PARTITIONS: Final = ("p", "q")
+
+_K = EventKind
+_STEPS: Final = (
+    "append",
+    "append",
+    "ack",
+    "ack",
+    "read",
+    "read",
+    "emit",
+    "emit",
+    "commit",
+    "fetch",
+    "rollback",
+    "truncate",
+    "txn",
+    "abort",
+    "put",
+    "crash",
+)
+_STRS: Final = ("partition", "record_id", "key", "sink", "detail")
+_COMPLETE: Final = EndDetail.COMPLETE.value
+
+
+class _Builder:
+    """Writes a history event by event; records get the next offset of their partition
+    unless told otherwise."""
+
+    def __init__(self, sinks: dict[str, SinkSpec]) -> None:
+        self.sinks = sinks
+        self.events: list[Event] = []
+        self.records: dict[str, Event] = {}
+        self.outputs: dict[int, Event] = {}
+        self.next_offset: dict[str, int] = {}
+
+    def add(self, kind: EventKind, **fields: Any) -> None:
+        self.events.append(Event(index=len(self.events), kind=kind, **fields))
+
+    def append(self, record_id: str, partition: str, offset: int | None, **fields: Any) -> None:
+        offset = self.next_offset.get(partition, 0) if offset is None else offset
+        self.next_offset[partition] = offset + 1
+        self.add(_K.APPEND, partition=partition, offset=offset, record_id=record_id, **fields)
+        self.records[record_id] = self.events[-1]
+
+    def at(self, kind: EventKind, record_id: str, **fields: Any) -> None:
+        record = self.records[record_id]
+        self.add(
+            kind, partition=record.partition, offset=record.offset, record_id=record_id, **fields
+        )
+
+    def emit(self, record_id: str | None, **fields: Any) -> None:
+        output_id = len(self.outputs)
+        self.add(_K.EMIT, record_id=record_id, output_id=output_id, **fields)
+        self.outputs[output_id] = self.events[-1]
+
+    def observe(self, output_id: int, sink: str) -> None:
+        emit = self.outputs[output_id]
+        self.add(
+            _K.OBSERVE, sink=sink, output_id=output_id, record_id=emit.record_id, part=emit.part
+        )
+
+    def history(self) -> History:
+        meta = HistoryMeta(partitions=PARTITIONS, sinks=dict(self.sinks))
+        return History(meta=meta, events=tuple(self.events))
+
+
+def _sinks(draw: st.DrawFn) -> dict[str, SinkSpec]:
+    sinks = {
+        "out": SinkSpec(SinkKind.LOG, ordered=draw(st.booleans())),
+        "mirror": SinkSpec(SinkKind.LOG, ordered=draw(st.booleans())),
+        "counts": SinkSpec(SinkKind.TABLE, aggregate=Aggregate.COUNT),
+        "sums": SinkSpec(SinkKind.TABLE, aggregate=Aggregate.SUM),
+        "plain": SinkSpec(SinkKind.TABLE),
+    }
+    if draw(st.integers(0, 5)) == 0:
+        sinks = {name: spec for name, spec in sinks.items() if spec.kind is SinkKind.TABLE}
+    return sinks
+
+
+class _Drawn:
+    """The state of one drawn run: what was appended, acknowledged, begun."""
+
+    def __init__(self, draw: st.DrawFn, b: _Builder) -> None:
+        self.draw, self.b = draw, b
+        self.logs = [n for n, s in b.sinks.items() if s.kind is SinkKind.LOG] or ["out"]
+        self.appended: list[str] = []
+        self.acked: dict[str, int] = {}
+        self.txns: list[int] = []
+
+    def step(self, step: str, process: int, partition: str) -> None:
+        draw, b = self.draw, self.b
+        if step == "append":
+            top = self.acked.get(partition, -1)
+            jump = draw(st.integers(0, 4)) == 0  # take an unacknowledged position, or jump
+            b.append(
+                f"r{len(self.appended)}",
+                partition,
+                draw(st.integers(top + 1, top + 4)) if jump else None,
+                key=draw(st.sampled_from(KEYS)),
+                value=draw(st.integers(0, 3)),
+                detail=draw(st.sampled_from([None, None, None, AppendDetail.POISON.value])),
+            )
+            self.appended.append(f"r{len(self.appended)}")
+        elif step in ("ack", "read") and self.appended:
+            self.record(step, process)
+        elif step == "emit":
+            parts = draw(st.integers(1, 3))
+            b.emit(
+                draw(st.sampled_from([None, *self.appended, *self.appended, "ghost"])),
+                part=draw(st.integers(0, parts - 1)),
+                parts=parts,
+                sink=draw(st.sampled_from(self.logs if b.sinks.get(self.logs[0]) else ["counts"])),
+                txn=draw(st.sampled_from([None, None, *self.txns])),
+                process=process,
+            )
+        else:
+            self.bookkeeping(step, process, partition)
+
+    def record(self, step: str, process: int) -> None:
+        record_id = self.draw(st.sampled_from(self.appended))
+        record = self.b.records[record_id]
+        assert record.partition is not None and record.offset is not None
+        if step == "ack":
+            self.b.at(_K.ACK, record_id)
+            top = self.acked.get(record.partition, -1)
+            self.acked[record.partition] = max(top, record.offset)
+        else:
+            redelivered = ReadDetail.REDELIVERED.value
+            detail = self.draw(st.sampled_from([None, None, redelivered]))
+            self.b.at(_K.READ, record_id, process=process, detail=detail)
+
+    def bookkeeping(self, step: str, process: int, partition: str) -> None:
+        draw, b = self.draw, self.b
+        offsets = st.integers(0, 6)
+        if step == "commit":
+            b.add(_K.COMMIT, process=process, partition=partition, offset=draw(offsets))
+        elif step == "fetch":
+            b.add(_K.FETCH, process=process, partition=partition, offset=draw(st.none() | offsets))
+        elif step == "rollback":
+            b.add(_K.ROLLBACK, partition=partition, offset=draw(st.none() | offsets))
+        elif step == "truncate":
+            b.add(_K.TRUNCATE, partition=partition, offset=draw(offsets))
+        elif step == "txn":
+            self.txns.append(len(self.txns))
+            b.add(_K.TXN_BEGIN, process=process, txn=self.txns[-1])
+        elif step == "abort" and self.txns:
+            b.add(_K.TXN_ABORT, process=process, txn=draw(st.sampled_from(self.txns)))
+        elif step == "put":
+            key = draw(st.sampled_from(KEYS))
+            b.add(_K.PUT, process=process, sink="counts", key=key, value=1)
+        elif step == "crash":
+            b.add(_K.CRASH, process=process, detail="process")
+
+    def observes(self) -> None:
+        draw, b, logs = self.draw, self.b, self.logs
+        if b.outputs and any(spec.kind is SinkKind.LOG for spec in b.sinks.values()):
+            for output_id in draw(st.lists(st.sampled_from(sorted(b.outputs)), max_size=20)):
+                b.observe(output_id, draw(st.sampled_from(logs)))
+            if draw(st.integers(0, 5)) == 0:
+                b.add(_K.OBSERVE, sink=logs[0], output_id=99, record_id=None, part=0)
+            if self.appended and draw(st.integers(0, 5)) == 0:  # a part no emit declared
+                record_id = draw(st.sampled_from(self.appended))
+                b.add(_K.OBSERVE, sink=logs[0], output_id=98, record_id=record_id, part=3)
+        for _ in range(draw(st.integers(0, 4))):
+            b.add(
+                _K.OBSERVE,
+                sink=draw(st.sampled_from(("counts", "sums", "plain"))),
+                key=draw(st.sampled_from(KEYS)),
+                value=draw(st.integers(0, 4)),
+            )
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> History:
+    """Well-formed histories of random events (see the module docstring)."""
+    b = _Builder(_sinks(draw))
+    run = _Drawn(draw, b)
+    for _ in range(draw(st.integers(0, 40))):
+        step = draw(st.sampled_from(_STEPS))
+        run.step(step, draw(st.sampled_from((1, 2, 3))), draw(st.sampled_from(PARTITIONS)))
+    if draw(st.integers(0, 4)) > 0:
+        b.add(_K.DRAIN)
+    run.observes()
+    end = draw(st.sampled_from([_COMPLETE, _COMPLETE, "incomplete: budget"]))
+    b.add(_K.END, detail=end)
+    return b.history()
+
+
+def _broken(draw: st.DrawFn, events: list[Event]) -> None:
+    """One way a stored history can be wrong, applied to ``events`` in place."""
+    how = draw(
+        st.sampled_from(["field", "field", "field", "kind", "drop", "dup", "swap", "end", "drain"])
+    )
+    position = draw(st.integers(0, len(events) - 1))
+    event = events[position]
+    if how == "field":
+        name = draw(st.sampled_from(INT_FIELDS + _STRS))
+        value: object
+        if name in INT_FIELDS:
+            value = draw(st.none() | st.integers(-2, 7))
+        else:
+            names = ["p", "q", "x", "r0", "r1", "out", "counts", "k1", _COMPLETE]
+            value = draw(st.none() | st.sampled_from(names))
+        changed: dict[str, Any] = {name: value}
+        events[position] = dataclasses.replace(event, **changed)
+    elif how == "kind":
+        events[position] = dataclasses.replace(event, kind=draw(st.sampled_from(EventKind)))
+    elif how == "drop" and len(events) > 1:
+        del events[position]
+    elif how == "dup":
+        events.insert(position, event)
+    elif how == "swap" and len(events) > 1:
+        other = draw(st.integers(0, len(events) - 1))
+        events[position], events[other] = events[other], events[position]
+    elif how == "end":
+        events.insert(position, Event(index=0, kind=_K.END, detail=_COMPLETE))
+    elif how == "drain":
+        events.insert(position, Event(index=0, kind=_K.DRAIN))
+
+
+@st.composite
+def malformed_histories(draw: st.DrawFn) -> History:
+    """A well-formed history broken in ways a Parquet file can hold (values keep their
+    types): a field nulled or changed, the kind changed, events dropped, repeated or
+    swapped, an end or a drain added; renumbered or not."""
+    history = draw(histories())
+    events = list(history.events)
+    for _ in range(draw(st.integers(1, 3))):
+        _broken(draw, events)
+    if draw(st.booleans()):
+        events = [dataclasses.replace(e, index=i) for i, e in enumerate(events)]
+    return History(meta=history.meta, events=tuple(events))
+
+
+def empty_history() -> History:
+    """A history with no events (UNKNOWN for every checker)."""
+    return History(meta=HistoryMeta(partitions=PARTITIONS, sinks={}), events=())
