@@ -746,7 +746,7 @@ class _TerminalProgress:
             or reporter is None
             or not bool(reporter.isatty)
             or os.environ.get("CI")
-            or config.stash[_RUN].worker != "main"
+            or getattr(config, "workerinput", None) is not None  # an xdist worker
             or config.get_verbosity() < -1
         ):
             yield

@@ -390,3 +390,33 @@ def test_the_matrix_table_fits_100_columns() -> None:
         "ok",
     ]
     assert f"{results[0].scenario} ({results[0].guarantee.value})" in table
+
+
+def test_the_jvms_incubator_notice_is_left_out_and_the_rest_passed_on() -> None:
+    from harness.cli.check_spark import NoticeFilter, filter_notice
+
+    chunks = [
+        b"WARNING: Using incub",  # the notice, cut across reads
+        b"ator modules: jdk.incubator.vector\nSLF4J: a line\n\rprogress 1/3",
+        b"\rprogress 2/3\nWARNING: something else\nlast words",
+    ]
+    notice = NoticeFilter()
+    passed = [notice.feed(chunk) for chunk in chunks] + [notice.end()]
+    assert passed == [
+        b"",  # held: it may be the notice
+        b"SLF4J: a line\n\rprogress 1/3",  # a partial line goes on at once
+        b"\rprogress 2/3\nWARNING: something else\nlast words",
+        b"",
+    ]
+    # the same through file descriptors, as the JVM's stderr goes
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"".join(chunks))
+    os.close(write_end)
+    out_read, out_write = os.pipe()
+    try:
+        filter_notice(read_end, out_write)
+    finally:
+        os.close(read_end)
+        os.close(out_write)
+    with os.fdopen(out_read, "rb") as out:
+        assert out.read() == b"".join(passed)

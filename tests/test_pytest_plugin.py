@@ -149,8 +149,7 @@ def test_an_exploration_shows_live_progress_on_a_terminal_but_not_in_ci(
         monkeypatch.setenv("CI", "true")
     else:
         monkeypatch.delenv("CI", raising=False)
-    # under pytest-xdist the inner session would inherit this worker's id and draw nothing
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this suite's own worker
     pytester.makeconftest(FORCE_TERMINAL)
     pytester.makepyfile(
         test_live=PROCESSORS

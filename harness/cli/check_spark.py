@@ -4,19 +4,36 @@ The options are declared by ``harness.spark.command`` (shared with ``spark-submi
 harness/spark/job.py``), imported only when this command runs. The history is looked at
 before any JVM starts: a missing path, a directory without Parquet files or a file that is
 not history Parquet (a JSONL history, say) is one line on stderr within a second, not after
-Spark's start-up.
+Spark's start-up. The JVM's start-up notice about incubator modules (Spark 4 enables
+``jdk.incubator.vector``) is kept off stderr; everything else the JVM prints goes through.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Sequence
+import os
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Final
 
 from harness.errors import ConfigError, CorruptData
 
-__all__ = ["DESCRIPTION", "add_arguments", "main", "preflight", "run_spark_command"]
+__all__ = [
+    "DESCRIPTION",
+    "INCUBATOR_NOTICE",
+    "NoticeFilter",
+    "add_arguments",
+    "filter_notice",
+    "main",
+    "preflight",
+    "run_spark_command",
+]
+
+INCUBATOR_NOTICE: Final = b"WARNING: Using incubator modules:"
+"""The start of the line every JVM with an incubator module enabled prints first."""
 
 DESCRIPTION: Final = (
     "Check history Parquet files with the Spark checker (same verdict as "
@@ -74,7 +91,72 @@ def main(args: argparse.Namespace) -> int:
     runs = preflight(str(args.history))
     with LiveProgress(f"check-spark {args.history}", None, units="") as live:
         live.step(detail=f"{runs} run{'s' if runs != 1 else ''}: starting Spark, then checking")
-        return int(command.run(args))
+        with _without_incubator_notice():
+            return int(command.run(args))
+
+
+class NoticeFilter:
+    """Leaves out lines that start with :data:`INCUBATOR_NOTICE` from a stream of bytes fed
+    in chunks. Other output is passed on at once, partial lines included (a progress line has
+    none); only a line that may be the notice is held until its end."""
+
+    def __init__(self) -> None:
+        self._pending = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        """What of ``chunk`` (and of what was held) can be passed on now."""
+        *lines, pending = (self._pending + chunk).split(b"\n")
+        kept = b"".join(line + b"\n" for line in lines if not line.startswith(INCUBATOR_NOTICE))
+        if pending and not INCUBATOR_NOTICE.startswith(pending[: len(INCUBATOR_NOTICE)]):
+            kept, pending = kept + pending, b""
+        self._pending = pending
+        return kept
+
+    def end(self) -> bytes:
+        """What was held, at the end of the stream."""
+        pending, self._pending = self._pending, b""
+        return b"" if pending.startswith(INCUBATOR_NOTICE) else pending
+
+
+def filter_notice(source: int, target: int) -> None:
+    """Copy file descriptor ``source`` to ``target`` through a :class:`NoticeFilter`."""
+    notice = NoticeFilter()
+    while chunk := os.read(source, 65536):
+        if kept := notice.feed(chunk):
+            os.write(target, kept)
+    if rest := notice.end():
+        os.write(target, rest)
+
+
+def _forward(source: int, target: int) -> None:
+    try:
+        filter_notice(source, target)
+    finally:  # every writer closed its end: the JVM has exited
+        os.close(source)
+        os.close(target)
+
+
+@contextmanager
+def _without_incubator_notice() -> Iterator[None]:
+    """Inside the block, file descriptor 2 (which the JVM inherits) goes through
+    :func:`filter_notice`; the JVM keeps writing there after the block, filtered."""
+    sys.stderr.flush()
+    try:
+        stderr = os.dup(2)
+    except OSError:  # no stderr to filter
+        yield
+        return
+    read_end, write_end = os.pipe()
+    threading.Thread(
+        target=_forward, args=(read_end, stderr), name="jvm-stderr", daemon=True
+    ).start()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(stderr, 2)
 
 
 def run_spark_command(argv: Sequence[str]) -> int:
