@@ -32,6 +32,8 @@ EXIT_OK: Final = 0
 EXIT_INVALID: Final = 1
 EXIT_UNKNOWN: Final = 2
 """Also the exit code of a usage error."""
+EXIT_INTERRUPTED: Final = 130
+"""Ctrl-C, as a shell reports a process SIGINT ended."""
 
 
 def _exit_code(verdict: Verdict) -> int:
@@ -564,3 +566,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNKNOWN
+    except KeyboardInterrupt:  # a real Ctrl-C (a processor's own cannot get here)
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
