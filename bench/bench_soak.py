@@ -1,7 +1,7 @@
 """Soak: every correct processor under many drawn schedules must be VALID, every time.
 
     python bench/bench_soak.py [--schedules 100000] [--leveldb-share 0.1] [--seeds 4]
-                               [--max-steps 30] [--only NAME ...]
+                               [--first-seed 0] [--max-steps 30] [--only NAME ...]
 
 Issue 18 (item 1). The subjects are every correct processor the project ships: the correct
 toys of ``harness.catalogue.toys.TOYS`` and the correct variants of every scenario in
@@ -98,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--schedules", type=int, default=100_000)
     parser.add_argument("--leveldb-share", type=float, default=0.1)
     parser.add_argument("--seeds", type=int, default=4)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds run from this one")
     parser.add_argument("--max-steps", type=int, default=30)
     parser.add_argument("--only", nargs="*", default=None, help="subject names to soak")
     args = parser.parse_args(argv)
@@ -119,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if per_cell < 1:
             continue
         for subject in chosen:
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 t0 = time.perf_counter()
                 cell = soak(subject, backend, seed, per_cell, args.max_steps)
                 total += cell.runs

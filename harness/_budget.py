@@ -13,7 +13,7 @@ from typing import Final, final
 
 from harness.errors import ConfigError
 
-__all__ = ["DEFAULT_RUN_BUDGET", "RunBudget"]
+__all__ = ["DEFAULT_RUN_BUDGET", "SHRINK_SECONDS", "TIME_RAN_OUT", "RunBudget", "run_budget"]
 
 
 @final
@@ -44,5 +44,28 @@ class RunBudget:
     def describe(self) -> str:
         return f"{self.calls} calls, {self.seconds:g} s"
 
+    def for_shrinking(self, end_detail: str | None) -> RunBudget:
+        """The budget for the runs that shrink a failure whose run ended ``end_detail``: at
+        most :data:`SHRINK_SECONDS` each when that run ran out of time, since a processor that
+        hangs would otherwise spend the whole budget on every shrinking attempt."""
+        if end_detail is None or TIME_RAN_OUT not in end_detail:
+            return self
+        return RunBudget(calls=self.calls, seconds=min(self.seconds, SHRINK_SECONDS))
+
 
 DEFAULT_RUN_BUDGET: Final = RunBudget()
+TIME_RAN_OUT: Final = "the time budget ran out"
+"""The words every over-time ``end`` detail contains."""
+SHRINK_SECONDS: Final = 1.0
+
+
+def run_budget(value: object) -> RunBudget:
+    """``value`` as a run budget: None is the default one; anything else must be one."""
+    if value is None:
+        return DEFAULT_RUN_BUDGET
+    if not isinstance(value, RunBudget):
+        raise ConfigError(
+            f"budget must be a RunBudget, got {type(value).__name__}: {value!r}; pass "
+            "e.g. RunBudget(calls=100000, seconds=30)"
+        )
+    return value

@@ -31,7 +31,7 @@ from harness.faults.simplify import simplify
 from harness.history.events import History
 from harness.report.subject import ProcessorError
 from harness.rerun import rerun
-from harness.sim.budget import RunBudget
+from harness.sim.budget import RunBudget, run_budget
 from harness.sim.simulator import Processor, processor_path, simulate
 from harness.sim.topology import Topology
 from harness.sim.world import BACKENDS, Backend
@@ -326,7 +326,8 @@ def explore(
     which fails closed) Hypothesis shrinks the schedule, the replay file is written to
     ``failures_dir`` (None: not written) and :class:`CounterexampleFound` is raised.
     ``budget`` bounds every run (:class:`~harness.sim.budget.RunBudget`, default 1,000,000
-    calls and 60 s); a run over it ends UNKNOWN.
+    calls and 60 s); a run over it ends UNKNOWN, and when it ran out of time the runs that
+    shrink it get at most ``SHRINK_SECONDS`` (1 s) each.
     """
     import hypothesis
     from hypothesis import HealthCheck, Phase, Verbosity
@@ -334,6 +335,7 @@ def explore(
     from harness.strategies.schedules import schedules
 
     guarantee = _guarantee(guarantee)
+    limit = run_budget(budget)
     topology = topology or Topology()
     if backend not in BACKENDS:
         raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -363,7 +365,12 @@ def explore(
     def run(schedule: Schedule) -> None:
         found["examples"] += 1
         history, verdict = run_once(
-            processor, schedule, guarantee, topology=topology, backend=backend, budget=budget
+            processor,
+            schedule,
+            guarantee,
+            topology=topology,
+            backend=backend,
+            budget=found.get("budget", limit),  # (shrinking runs: see for_shrinking)
         )
         failed = verdict.status is not Status.VALID
         found["failures"] += failed
@@ -373,6 +380,7 @@ def explore(
             if found["first"] is None:
                 found["first"] = time.perf_counter() - started
                 found["first_example"] = found["examples"]
+                found["budget"] = limit.for_shrinking(history.events[-1].detail)
             found["last"] = (schedule, history, verdict)
             raise _Failed
 
@@ -385,10 +393,11 @@ def explore(
         return Exploration(name, guarantee, found["examples"], seed)
     schedule, history, verdict = found["last"]
     kinds = _failing_kinds(verdict)
+    limit = found["budget"]
 
     def still_fails(candidate: Schedule) -> bool:
         _, again = run_once(
-            processor, candidate, guarantee, topology=topology, backend=backend, budget=budget
+            processor, candidate, guarantee, topology=topology, backend=backend, budget=limit
         )
         return again.status is verdict.status and _failing_kinds(again) == kinds
 
@@ -396,7 +405,7 @@ def explore(
     if simpler != schedule:
         schedule = simpler
         history, verdict = run_once(
-            processor, schedule, guarantee, topology=topology, backend=backend, budget=budget
+            processor, schedule, guarantee, topology=topology, backend=backend, budget=limit
         )
     seen = rerun(
         processor,
@@ -405,7 +414,7 @@ def explore(
         verdict,
         topology=topology,
         backend=backend,
-        budget=budget,
+        budget=limit,
         failed=True,
     )
     history, verdict = seen.history, seen.verdict  # a flaky processor's failure says so

@@ -27,7 +27,7 @@ from harness.check import Guarantee, Status
 from harness.errors import ConfigError
 from harness.faults import Crash, Produce, Run, Schedule, Tick
 from harness.history import EventKind, History
-from harness.runner import Replay, replay, run_once
+from harness.runner import CounterexampleFound, Replay, explore, replay, run_once
 from harness.sim import Context, RunBudget, Topology, simulate
 from harness.sim.budget import _inside_harness as inside_harness
 from harness.sim.simulator import _body
@@ -322,3 +322,20 @@ def test_the_watchdog_tells_the_harness_code_from_the_processors() -> None:
 
     simulate(processor, Schedule([Produce(count=1), Run(5)]))
     assert seen == [(False, True)]
+
+
+def test_shrinking_a_run_that_ran_out_of_time_gets_a_second_at_most() -> None:
+    budget = RunBudget(calls=10, seconds=60)
+    timed_out = "incomplete: over the run budget (10 calls, 60 s): the time budget ran out; ..."
+    assert budget.for_shrinking(timed_out) == RunBudget(calls=10, seconds=1.0)
+    assert budget.for_shrinking("complete") is budget
+    assert budget.for_shrinking(None) is budget
+    assert RunBudget(seconds=0.5).for_shrinking(timed_out).seconds == 0.5
+
+
+def test_explore_of_a_spinning_processor_ends_with_an_unknown_report() -> None:
+    with pytest.raises(CounterexampleFound) as found:
+        explore(spins, guarantee=ALO, max_examples=5, budget=TINY, failures_dir=None)
+    failure = found.value.failure
+    assert failure.verdict.status is Status.UNKNOWN
+    assert "over the run budget (1000000 calls, 0.05 s)" in str(found.value)

@@ -117,3 +117,28 @@ def test_the_cli_replay_refuses_a_schedule_the_budget_cannot_read(tmp_path: Path
         "calls can read (each record takes at least one call); raise the budget's calls or "
         "produce fewer records"
     )
+
+
+def test_a_real_ctrl_c_ends_the_cli_with_130_and_no_traceback(tmp_path: Path) -> None:
+    (tmp_path / "interrupted.py").write_text(
+        textwrap.dedent(
+            """
+            import signal
+
+            def processor(ctx):
+                ctx.offsets.get("in-0")
+                try:
+                    signal.raise_signal(signal.SIGINT)  # what a Ctrl-C delivers
+                except BaseException:
+                    pass
+                while True:
+                    pass
+            """
+        ),
+        encoding="utf-8",
+    )
+    result = _harness(
+        tmp_path,
+        *("run", "interrupted:processor", "--guarantee", "at-least-once", "--examples", "2"),
+    )
+    assert (result.returncode, result.stderr, result.stdout) == (130, "interrupted\n", "")

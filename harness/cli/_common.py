@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from harness.sim.budget import RunBudget
 
 __all__ = [
+    "EXIT_INTERRUPTED",
     "EXIT_INVALID",
     "EXIT_OK",
     "EXIT_UNKNOWN",
@@ -34,6 +35,8 @@ EXIT_OK: Final = 0
 EXIT_INVALID: Final = 1
 EXIT_UNKNOWN: Final = 2
 """Also the exit code of a usage error."""
+EXIT_INTERRUPTED: Final = 130
+"""Ctrl-C, as a shell reports a process SIGINT ended."""
 
 GUARANTEES: Final = ("at-least-once", "exactly-once")
 """The ``--guarantee`` choices (``harness.check.Guarantee``'s values, without importing it)."""

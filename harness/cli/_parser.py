@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from harness.cli._common import EXIT_UNKNOWN
+from harness.cli._common import EXIT_INTERRUPTED, EXIT_UNKNOWN
 from harness.errors import HarnessError
 
 __all__ = ["COMMANDS", "DEFAULT_COMMAND", "EXIT_BROKEN_PIPE", "Command", "build_parser", "main"]
@@ -139,3 +139,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:  # a real Ctrl-C (a processor's own cannot get here)
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

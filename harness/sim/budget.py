@@ -31,9 +31,22 @@ from typing import Any, Final, final
 
 import greenlet
 
-from harness._budget import DEFAULT_RUN_BUDGET, RunBudget
+from harness._budget import (
+    DEFAULT_RUN_BUDGET,
+    SHRINK_SECONDS,
+    TIME_RAN_OUT,
+    RunBudget,
+    run_budget,
+)
 
-__all__ = ["DEFAULT_RUN_BUDGET", "RunBudget", "Watchdog"]
+__all__ = [
+    "DEFAULT_RUN_BUDGET",
+    "SHRINK_SECONDS",
+    "TIME_RAN_OUT",
+    "RunBudget",
+    "Watchdog",
+    "run_budget",
+]
 
 
 _RETRY: Final = 0.01

@@ -133,7 +133,7 @@ class Offsets:
         ctx._enter("offsets.get")
         world = ctx._sim.world
         world.check_partition(partition)
-        dlsn = world.store.get(partition)
+        dlsn = world.read_offset(ctx._inst.machine, partition)
         world.record(
             EventKind.FETCH,
             process=ctx._inst.number,
@@ -149,8 +149,9 @@ class Offsets:
 
     def get_state(self, key: str) -> bytes | None:
         """Processor state committed with offsets (``commit(state=...)``)."""
-        self._ctx._enter("offsets.get_state")
-        return self._ctx._sim.world.store.get_state(f"state:{key}")
+        ctx = self._ctx
+        ctx._enter("offsets.get_state")
+        return ctx._sim.world.read_state(ctx._inst.machine, f"state:{key}")
 
     def commit(
         self,
@@ -232,7 +233,7 @@ class Table:
     def get(self, key: str) -> int | None:
         ctx = self._ctx
         ctx._enter("table.get")
-        raw = ctx._sim.world.store.get_state(table_key(self.name, key))
+        raw = ctx._sim.world.read_state(ctx._inst.machine, table_key(self.name, key))
         return None if raw is None else int(raw)
 
     def put(self, key: str, value: int) -> None:

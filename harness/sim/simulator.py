@@ -43,7 +43,7 @@ from harness.faults.schedule import (
 from harness.history.events import EventKind, History
 from harness.log.reader import LogReader
 from harness.log.writer import LogWriter
-from harness.sim.budget import DEFAULT_RUN_BUDGET, RunBudget, Watchdog
+from harness.sim.budget import TIME_RAN_OUT, RunBudget, Watchdog, run_budget
 from harness.sim.context import Context
 from harness.sim.topology import Topology
 from harness.sim.world import Backend, World
@@ -159,13 +159,7 @@ class Simulator:
         directory: str | os.PathLike[str] | None = None,
         budget: RunBudget | None = None,
     ) -> None:
-        budget = DEFAULT_RUN_BUDGET if budget is None else budget
-        if not isinstance(budget, RunBudget):
-            raise ConfigError(
-                f"budget must be a RunBudget, got {type(budget).__name__}: {budget!r}; pass "
-                "e.g. RunBudget(calls=100000, seconds=30)"
-            )
-        self.budget = budget
+        self.budget = budget = run_budget(budget)
         self.processor = processor
         self.world = World(topology, backend, directory)
         self.active: Instance | None = None
@@ -202,7 +196,7 @@ class Simulator:
         if self.calls >= self.budget.calls:
             self._halt(inst, point, "the call budget ran out at this call")
         if self.watch.expired:
-            self._halt(inst, point, "the time budget ran out; the instance stopped at this call")
+            self._halt(inst, point, f"{TIME_RAN_OUT}; the instance stopped at this call")
         self.calls += 1
         self._last_instance = inst.number
         self._last_point = point
@@ -317,10 +311,10 @@ class Simulator:
             raise KeyboardInterrupt
         if self.watch.expired and self.halted is None:
             self.halted = self._over(
-                f"the time budget ran out while instance {inst.number} ran its own code "
+                f"{TIME_RAN_OUT} while instance {inst.number} ran its own code "
                 "(a busy loop, a sleep or I/O outside ctx?)"
                 if self.watch.stopped
-                else "the time budget ran out"
+                else TIME_RAN_OUT
             )
         if self.halted is not None and not g.dead:
             self._release(inst)
@@ -371,7 +365,7 @@ class Simulator:
             raise KeyboardInterrupt
         if self.watch.expired and self.halted is None and not g.dead:
             self.halted = self._over(
-                "the time budget ran out while a crashed instance ran its cleanup code "
+                f"{TIME_RAN_OUT} while a crashed instance ran its cleanup code "
                 "(does it swallow its crash?)"
             )
 
@@ -504,7 +498,7 @@ class Simulator:
     def _stopping(self) -> bool:
         """Whether the run must stop now (the simulator's own loops ask between steps)."""
         if self.halted is None and self.watch.expired:
-            self.halted = self._over("the time budget ran out")
+            self.halted = self._over(TIME_RAN_OUT)
         return self.halted is not None
 
     def run(self, schedule: Schedule) -> None:

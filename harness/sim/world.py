@@ -252,6 +252,19 @@ class World:
         for partition, dlsn in offsets.items():
             self.stored[partition] = self.position(partition, dlsn)
 
+    def read_offset(self, machine: int, partition: str) -> DLSN | None:
+        """The stored offset of ``partition``, as an instance on ``machine`` reads it (which
+        flushes another machine's unsynced write of it: see :mod:`harness.sim.unsynced`)."""
+        if self._unsynced is not None:
+            self._unsynced.read(machine, ("offset", partition))
+        return self.store.get(partition)
+
+    def read_state(self, machine: int, key: str) -> bytes | None:
+        """State (or a table entry) ``key``, as an instance on ``machine`` reads it."""
+        if self._unsynced is not None:
+            self._unsynced.read(machine, ("state", key))
+        return self.store.get_state(key)
+
     def _current(self, key: Key) -> Value:
         kind, name = key
         return self.store.get(name) if kind == "offset" else self.store.get_state(name)
