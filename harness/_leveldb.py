@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from harness._json import parse_json
 from harness._shown import shown
 from harness.errors import (
     ConfigError,
@@ -240,15 +241,17 @@ def _check_seal(directory: Path) -> None:
     """Raise :class:`CorruptData` if a file the seal lists shrank or vanished; then unseal."""
     seal_path = directory / SEAL_NAME
     try:
-        text = seal_path.read_text(encoding="utf-8")
+        text = seal_path.read_bytes()
     except FileNotFoundError:
         return
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _bad_seal(seal_path, f"unreadable: {exc}") from None
-    try:
-        seal = json.loads(text)
-    except ValueError as exc:
-        raise _bad_seal(seal_path, f"not JSON: {exc}") from None
+    except OSError as exc:
+        raise _bad_seal(seal_path, f"unreadable: {exc.strerror}") from None
+    seal = parse_json(
+        text,
+        what=f"the seal {shown(str(seal_path))}",
+        fix="delete it to open the directory without checking for truncated files",
+        error=CorruptData,
+    )
     files = seal.get("files") if isinstance(seal, dict) else None
     if (
         not isinstance(seal, dict)

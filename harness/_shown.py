@@ -2,7 +2,8 @@
 
 One helper, so that a 100 MB bad value, a list nested ten thousand deep, an int of a million
 digits, a lone surrogate or an object whose ``__repr__`` raises all become a short, printable
-piece of a one-line message.
+piece of a one-line message. :func:`describe_exception` does the same for an exception a
+processor (or a user's module) raised.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import reprlib
 from typing import Final
 
-__all__ = ["SHOWN_CHARS", "shown"]
+__all__ = ["SHOWN_CHARS", "describe_exception", "shown"]
 
 SHOWN_CHARS: Final = 200
 """How many characters of a bad value an error message shows at most."""
@@ -42,3 +43,23 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     except Exception:  # a broken __repr__ must not hide the real error
         return f"<{type(value).__name__} object with a failing repr>"
     return text if len(text) <= limit else f"{text[:limit]}..."
+
+
+_MESSAGE_CHARS: Final = 1000
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``"TypeName: message"`` for any exception, never raising.
+
+    A ``__str__`` that raises is named instead of propagating; the message is cut to
+    1,000 characters; lone surrogates are escaped (``\\udc80``), so the text can be printed,
+    written as UTF-8 and embedded in a report.
+    """
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception as failure:
+        text = f"<its __str__ raised {type(failure).__name__}>"
+    if len(text) > _MESSAGE_CHARS:
+        text = f"{text[:_MESSAGE_CHARS]}... ({len(text):,} characters)"
+    return f"{name}: {text.encode('utf-8', 'backslashreplace').decode('utf-8')}"

@@ -301,13 +301,11 @@ def _run_processor(args: argparse.Namespace, max_examples: int, max_steps: int) 
     processor = load_processor(args.targets[0])
     topology = Topology()
     if args.topology is not None:
-        try:
-            data = json.loads(args.topology)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"--topology is not JSON ({exc.msg}): {args.topology!r}") from None
-        defaults = Topology().to_json()
-        defaults["sinks"] = data.get("sinks", defaults["sinks"])
-        topology = Topology.from_json({**defaults, **data})
+        from harness._json import parse_json
+
+        fix = """give an object such as '{"partitions": 2}'"""
+        data = parse_json(args.topology, what="--topology", fix=fix)
+        topology = Topology.from_json(data, partial=True)
     backend: Backend = "leveldb" if args.backend == "leveldb" else "memory"
     try:
         result = explore(

@@ -16,6 +16,7 @@ from typing import Any
 
 import greenlet
 
+from harness._shown import describe_exception
 from harness.errors import ConfigError
 from harness.faults.schedule import (
     Crash,
@@ -195,7 +196,7 @@ class Simulator:
         return not inst.dead
 
     def _died(self, inst: Instance, exc: BaseException) -> None:
-        self.last_error = f"{type(exc).__name__}: {exc}"
+        self.last_error = describe_exception(exc)
         self._release(inst)
         self.world.record(EventKind.ERROR, process=inst.number, detail=self.last_error)
         self._forget(inst)

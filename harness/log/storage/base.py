@@ -15,11 +15,11 @@ backend only keeps three kinds of data, and promises what each call makes durabl
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, final
 
+from harness._json import parse_json
 from harness._shown import shown
 from harness.errors import CorruptData, InvalidDLSN
 from harness.log.dlsn import DLSN
@@ -248,26 +248,19 @@ class LogMetadata:
     ) -> LogMetadata:
         """:meth:`from_json` of stored JSON bytes: the log's, and each segment's under its key
         (``b"s"`` + the segment number as 8 bytes big-endian, which must match the value)."""
-        try:
-            parsed_log = json.loads(log)
-            parsed = []
-            for key, value in segments:
-                segment = json.loads(value)
-                if (
-                    len(key) != 9
-                    or not isinstance(segment, dict)
-                    or segment.get("segment") != int.from_bytes(key[1:], "big")
-                ):
-                    raise CorruptData(
-                        f"log metadata in {where}: segment key {shown(key)} does not match its "
-                        f"value {shown(segment)}; the log is damaged: restore it or delete it"
-                    )
-                parsed.append(segment)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            raise CorruptData(
-                f"log metadata in {where} is not valid JSON ({shown(str(exc))}); the log is "
-                "damaged: restore it or delete it"
-            ) from None
+        fix = "the log is damaged: restore it or delete the log"
+        parsed_log = parse_json(log, what=f"log metadata in {where}", fix=fix, error=CorruptData)
+        parsed = []
+        for key, value in segments:
+            what = f"segment metadata {shown(key)} in {where}"
+            segment = parse_json(value, what=what, fix=fix, error=CorruptData)
+            if (
+                len(key) != 9
+                or not isinstance(segment, dict)
+                or segment.get("segment") != int.from_bytes(key[1:], "big")
+            ):
+                raise CorruptData(f"{what} does not match its value {shown(segment)}; {fix}")
+            parsed.append(segment)
         return cls.from_json(parsed_log, parsed, where=where)
 
 

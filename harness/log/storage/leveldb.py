@@ -356,12 +356,18 @@ class LevelDBNamespaceStorage:
 
     def create(self, name: str) -> None:
         directory = self._directory(name)
-        if (directory / "LOG").exists():
-            return
-        directory.mkdir(parents=True, exist_ok=True)
-        temporary = directory / "LOG.tmp"
-        temporary.write_text(json.dumps({"format": 1, "name": name}) + "\n")
-        os.replace(temporary, directory / "LOG")
+        try:
+            if (directory / "LOG").exists():
+                return
+            directory.mkdir(parents=True, exist_ok=True)
+            temporary = directory / "LOG.tmp"
+            temporary.write_text(json.dumps({"format": 1, "name": name}) + "\n")
+            os.replace(temporary, directory / "LOG")
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot create log {shown(name)} in {shown(self.description)}: "
+                f"{exc.strerror}; use a shorter namespace path or log name"
+            ) from None
 
     def delete(self, name: str) -> None:
         directory = self._directory(name)
