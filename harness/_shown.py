@@ -58,7 +58,7 @@ def describe_exception(exc: BaseException) -> str:
     name = type(exc).__name__
     try:
         text = str(exc)
-    except Exception as failure:
+    except Exception as failure:  # whatever it raised, the crash is what to report
         text = f"<its __str__ raised {type(failure).__name__}>"
     if len(text) > _MESSAGE_CHARS:
         text = f"{text[:_MESSAGE_CHARS]}... ({len(text):,} characters)"
