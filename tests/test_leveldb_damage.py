@@ -137,8 +137,8 @@ def build_offsets(path: Path) -> None:
             store.put(reader, dlsn)
 
 
-def read_offsets(path: Path) -> dict[str, DLSN]:
-    with LevelDBOffsetStore(path) as store:
+def read_offsets(path: Path, *, checks: bool = True) -> dict[str, DLSN]:
+    with LevelDBOffsetStore(path, checks=checks) as store:
         return {reader: dlsn for reader in store.readers() if (dlsn := store.get(reader))}
 
 
@@ -272,8 +272,7 @@ def test_without_checks_no_seal_is_written_or_read(tmp_path: Path) -> None:
 
 
 def read_offsets_unchecked(path: Path) -> dict[str, DLSN]:
-    with LevelDBOffsetStore(path, checks=False) as store:
-        return {reader: dlsn for reader in store.readers() if (dlsn := store.get(reader))}
+    return read_offsets(path, checks=False)
 
 
 def test_without_checks_the_same_sweep_returns_different_data(
