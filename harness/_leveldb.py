@@ -217,18 +217,21 @@ def _current(directory: Path) -> str:
 def _write_seal(directory: Path) -> None:
     """Record the closed database's files; best effort (no seal means no check, never an alarm)."""
     try:
-        for log in directory.glob("*.log"):
-            # The seal must not outlive what it describes: a machine crash after the close
-            # must not leave a seal promising writes that never reached the disk.
-            descriptor = os.open(log, os.O_RDONLY)
-            try:
-                os.fsync(descriptor)
-            finally:
-                os.close(descriptor)
         current = _current(directory)
-        # The files whose silent truncation LevelDB cannot notice: the manifest and the logs.
-        names = [current, *sorted(p.name for p in directory.glob("*.log"))]
-        files = {name: (directory / name).stat().st_size for name in names}
+        # The files whose silent truncation LevelDB cannot notice: the manifest (LevelDB syncs
+        # it) and the non-empty write-ahead logs (an empty one has nothing to lose).
+        files = {current: (directory / current).stat().st_size}
+        for log in sorted(directory.glob("*.log")):
+            size = log.stat().st_size
+            if size:
+                # The seal must not outlive what it describes: a machine crash after the
+                # close must not leave a seal promising writes that never reached the disk.
+                descriptor = os.open(log, os.O_RDONLY)
+                try:
+                    os.fdatasync(descriptor)
+                finally:
+                    os.close(descriptor)
+                files[log.name] = size
         seal = {"format": _SEAL_FORMAT, "current": current, "files": files}
         temporary = directory / (SEAL_NAME + ".tmp")
         temporary.write_text(json.dumps(seal, sort_keys=True) + "\n", encoding="utf-8")
