@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import re
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -418,3 +419,29 @@ def test_fuzz_one_field_of_stored_log_metadata(
             lambda _: LogMetadata.decode(dumps(log).encode(), stored, where="x"),  # noqa: B023
             None,
         )
+
+
+def test_report_and_replay_of_a_surrogate_message_write_every_file_and_print(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = replay_json(processor=f"{__name__}:raises_a_surrogate")
+    path = tmp_path / "replay.json"
+    path.write_text(json.dumps(spec))
+    out = tmp_path / "report"
+    assert main(["report", str(path), "--out", str(out)]) == 2  # UNKNOWN: the processor died
+    assert "ValueError: bad \\udc80 byte" in capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json", "report.txt"]
+    # a strict UTF-8 stdout, as a pipe or a CI log has, takes the replay's output whole
+    result = subprocess.run(
+        [sys.executable, "-m", "harness", "replay", str(path)],
+        capture_output=True,
+        env={
+            **os.environ,
+            "PYTHONIOENCODING": "utf-8:strict",
+            "PYTHONPATH": os.pathsep.join(sys.path),
+        },
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert b"ValueError: bad \\udc80 byte" in result.stdout
+    assert b"Traceback" not in result.stderr
