@@ -8,6 +8,12 @@ is an fsynced write, as the default config does). The baseline, measured in the 
 run: raw plyvel, one write batch per ``--commit-every`` records putting each record's
 bytes (a 20-byte header and the payload) under its own key, synced like our commit.
 Prints records/s for both and the ratio (target >= 0.5). Figures, not assertions.
+
+Then the price of LevelDB's integrity checks (``harness._leveldb``: paranoid checks, verified
+checksums, checked scans, the clean-close seal), in the same run: the same appends, a reader
+reading every record back (after a reopen, so that they come from LevelDB's tables), and
+opening + closing the log, with ``open_namespace(..., checks=True)`` (the default) against
+``checks=False``.
 """
 
 from __future__ import annotations
@@ -24,12 +30,19 @@ from pathlib import Path
 
 import plyvel
 
-from harness.log import LogConfig, LogRecord, leveldb_uri, open_namespace
+from harness.log import DLSN, LogConfig, LogRecord, leveldb_uri, open_namespace
 
 
-def ours(directory: Path, records: int, commit_every: int, payload: bytes, sync: bool) -> float:
+def ours(
+    directory: Path,
+    records: int,
+    commit_every: int,
+    payload: bytes,
+    sync: bool,
+    checks: bool = True,
+) -> float:
     config = LogConfig(durable_commit=sync, segment_max_records=100_000)
-    with open_namespace(leveldb_uri(directory), config=config) as namespace:
+    with open_namespace(leveldb_uri(directory), config=config, checks=checks) as namespace:
         log = namespace.open_log("bench")
         start = time.perf_counter()
         with log.open_writer() as writer:
@@ -41,6 +54,30 @@ def ours(directory: Path, records: int, commit_every: int, payload: bytes, sync:
             commit()
         elapsed = time.perf_counter() - start
     return records / elapsed
+
+
+def reads(directory: Path, records: int, payload: bytes, checks: bool) -> float:
+    """Records/s of a reader from the start, after the appends and a reopen."""
+    ours(directory, records, 1000, payload, False, checks)
+    with open_namespace(leveldb_uri(directory), checks=checks) as namespace:
+        start = time.perf_counter()
+        with namespace.open_log("bench").open_reader(DLSN.INITIAL) as reader:
+            count = sum(1 for _ in reader)
+        elapsed = time.perf_counter() - start
+    assert count == records
+    return records / elapsed
+
+
+def opens(directory: Path, times: int, checks: bool) -> float:
+    """Open + close of a one-record log per second (the seal is written and checked)."""
+    ours(directory, 1, 1, b"x", False, checks)
+    with open_namespace(leveldb_uri(directory), checks=checks) as namespace:
+        log = namespace.open_log("bench")
+        start = time.perf_counter()
+        for _ in range(times):
+            log.get_last_txid()  # opens the LevelDB database, reads, closes it
+        elapsed = time.perf_counter() - start
+    return times / elapsed
 
 
 def raw(directory: Path, records: int, commit_every: int, payload: bytes, sync: bool) -> float:
@@ -93,6 +130,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {label:17} harness log  {mine[0]:>12,.0f} rec/s  (median {mine[1]:,.0f})")
         print(f"  {label:17} raw plyvel   {base[0]:>12,.0f} rec/s  (median {base[1]:,.0f})")
         print(f"  {label:17} ratio        {mine[0] / base[0]:>12.2f}   (target >= 0.5)")
+    print("LevelDB integrity checks: checks=True (on) against checks=False (off)")
+    rows: list[tuple[str, str, Callable[[Path, bool], float]]] = [
+        (
+            "append",
+            "rec/s",
+            lambda d, c: ours(d, args.records, args.commit_every, payload, True, c),
+        ),
+        ("read", "rec/s", lambda d, c: reads(d, args.records, payload, c)),
+        ("open+close", "op/s", lambda d, c: opens(d, 200, c)),
+    ]
+    for label, unit, run in rows:
+        on = best_of(args.repeats, lambda d: run(d, True))  # noqa: B023
+        off = best_of(args.repeats, lambda d: run(d, False))  # noqa: B023
+        print(
+            f"  {label:11} on {on[0]:>12,.0f} {unit}  off {off[0]:>12,.0f} {unit}  "
+            f"on/off {on[0] / off[0]:.2f}  (medians {on[1]:,.0f} / {off[1]:,.0f})"
+        )
     return 0
 
 

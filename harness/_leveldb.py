@@ -1,29 +1,79 @@
-"""Opening LevelDB through plyvel, with errors a user can act on.
+"""Opening and closing LevelDB through plyvel, with its integrity checks on and typed errors.
 
-plyvel is imported here, lazily, so that importing :mod:`harness` (or loading the
-pytest plugin) does not load it. Both the LevelDB log backend and the LevelDB
-offset store open their databases through :func:`open_leveldb`.
+Promises, for every LevelDB database the harness opens (the LevelDB log backend and the LevelDB
+offset store both go through :func:`open_leveldb` and :func:`close_leveldb`):
+
+* with ``checks=True`` (the default) the database is opened with LevelDB's
+  ``paranoid_checks``, so a damaged write-ahead log, manifest or table stops the open instead
+  of being skipped, and every read passes ``verify_checksums=True`` (:data:`VERIFY`), so a
+  damaged table block raises instead of decoding to different data;
+* :func:`scan` reads a key range so that a damaged block raises: plyvel's ordinary iterator
+  steps over a block whose checksum fails and ends quietly, returning fewer keys;
+* a clean close leaves a *seal* (:data:`SEAL_NAME`): the sizes of the write-ahead logs and the
+  manifest, fsynced first. LevelDB treats a truncated write-ahead log or manifest as a crash
+  in mid-write and silently drops its tail; the next :func:`open_leveldb` compares the files
+  with the seal and raises :class:`~harness.errors.CorruptData` when one is shorter or gone,
+  so committed data never vanishes quietly. A process that dies leaves no seal (its losses
+  are the crash semantics LevelDB promises), and neither does ``checks=False``;
+* every plyvel error becomes a :class:`~harness.errors.HarnessError` naming the directory
+  (:func:`leveldb_error`): :class:`~harness.errors.CorruptData` for damage,
+  :class:`~harness.errors.StoreLocked` for a held lock, :class:`~harness.errors.StorageFailed`
+  for other I/O failures.
+
+plyvel is imported here, lazily, so that importing :mod:`harness` (or loading the pytest
+plugin) does not load it.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-from harness.errors import ConfigError, CorruptData, HarnessError, StoreLocked
+from harness._json import parse_json
+from harness._shown import shown
+from harness.errors import (
+    ConfigError,
+    CorruptData,
+    HarnessError,
+    MissingDependency,
+    StorageFailed,
+    StoreLocked,
+)
 
 if TYPE_CHECKING:
     import plyvel
 
-__all__ = ["open_leveldb"]
+__all__ = [
+    "SEAL_NAME",
+    "VERIFY",
+    "close_leveldb",
+    "leveldb_error",
+    "open_leveldb",
+    "plyvel_error",
+    "scan",
+]
+
+SEAL_NAME: Final = "HARNESS-SEAL"
+"""The file a clean close leaves in the database directory (see the module docstring)."""
+
+VERIFY: Final[Mapping[str, bool]] = {"verify_checksums": True}
+"""Keyword arguments of every checked read (``db.get(key, **VERIFY)``, ``db.iterator(...)``)."""
+
+_SEAL_FORMAT: Final = 1
+# Opening (seal check, then plyvel) and closing (plyvel, then seal) are one step each for the
+# threads of this process, so that no thread reads a seal another is writing.
+_SEAL_LOCK = threading.Lock()
 
 
 def _plyvel() -> Any:
     try:
         import plyvel
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise HarnessError(
+        raise MissingDependency(
             f"the LevelDB backend needs plyvel, which failed to import ({exc}); "
             "install it with `pip install plyvel` (wheels exist for CPython 3.10-3.12 on "
             "x86_64; elsewhere install libleveldb-dev first so it can build)"
@@ -31,46 +81,220 @@ def _plyvel() -> Any:
     return plyvel
 
 
-def open_leveldb(path: str | os.PathLike[str], *, create_if_missing: bool = True) -> plyvel.DB:
-    """Open the LevelDB database at ``path``.
+def plyvel_error() -> type[Exception]:
+    """plyvel's root exception class (catch it around LevelDB calls, then :func:`leveldb_error`)."""
+    error: type[Exception] = _plyvel().Error
+    return error
+
+
+def _said(exc: BaseException) -> str:
+    """LevelDB's own words (plyvel passes them as bytes)."""
+    detail = exc.args[0] if exc.args else exc
+    if isinstance(detail, bytes):
+        return detail.decode("utf-8", "backslashreplace")
+    return str(detail)
+
+
+def leveldb_error(exc: BaseException, path: str | os.PathLike[str], action: str) -> HarnessError:
+    """The typed error for plyvel's ``exc``, raised while ``action`` the database at ``path``."""
+    plyvel = _plyvel()
+    where = shown(str(path))
+    said = _said(exc)
+    if isinstance(exc, plyvel.CorruptionError) or said.startswith("Corruption"):
+        return CorruptData(
+            f"LevelDB directory {where} is damaged ({action}: LevelDB said {shown(said)}); "
+            "restore it from a backup, or delete it to start from an empty store"
+        )
+    if isinstance(exc, plyvel.IOError) and "lock" in said.lower():
+        return StoreLocked(
+            f"LevelDB directory {where} is locked by another process or by another open "
+            "handle in this one (LevelDB allows a single process at a time). Close the other "
+            "handle or stop the process that holds it, or give each process its own directory "
+            f"(for example one per pytest-xdist worker). LevelDB said: {shown(said)}"
+        )
+    if action.startswith("reading") and isinstance(exc, plyvel.IOError):
+        # A read that fails below LevelDB (a table shorter than its index says, EIO) means the
+        # stored bytes cannot be trusted.
+        return CorruptData(
+            f"LevelDB directory {where} cannot be read ({action}: {shown(said)}): a table is "
+            "damaged or unreadable; restore it from a backup, or delete it to start over"
+        )
+    return StorageFailed(
+        f"LevelDB directory {where} failed while {action}: {shown(said)}; check that the "
+        "path is writable, on a local file system, and that the disk is not full"
+    )
+
+
+def open_leveldb(
+    path: str | os.PathLike[str], *, create_if_missing: bool = True, checks: bool = True
+) -> plyvel.DB:
+    """Open the LevelDB database at ``path`` (see the module docstring for ``checks``).
 
     Raises :class:`StoreLocked` when another process (or another open handle in this
-    process) holds the directory, :class:`CorruptData` when LevelDB reports
-    corruption, and :class:`ConfigError` when the path is unusable.
+    process) holds the directory, :class:`CorruptData` when LevelDB reports damage or the
+    seal shows a truncated file, and :class:`ConfigError` when the path is unusable.
     """
     plyvel = _plyvel()
-    target = Path(path)
-    if target.exists() and not target.is_dir():
-        raise ConfigError(
-            f"LevelDB path {str(target)!r} exists and is not a directory; "
-            "pass a directory path (it is created if missing)"
-        )
-    if create_if_missing:
-        target.parent.mkdir(parents=True, exist_ok=True)
+    target = _directory(path, create_if_missing=create_if_missing)
+    with _SEAL_LOCK:
+        if checks:
+            _check_seal(target)
+        try:
+            return plyvel.DB(
+                str(target), create_if_missing=create_if_missing, paranoid_checks=checks
+            )
+        except plyvel.Error as exc:
+            if not create_if_missing and "does not exist" in _said(exc):
+                raise ConfigError(
+                    f"no LevelDB database at {shown(str(target))}; create it first or pass "
+                    "create_if_missing=True"
+                ) from None
+            raise leveldb_error(exc, target, "opening it") from None
+
+
+def close_leveldb(db: plyvel.DB, path: str | os.PathLike[str], *, checks: bool = True) -> None:
+    """Close ``db`` (opened on ``path`` by :func:`open_leveldb`) and, with ``checks``, seal it."""
+    with _SEAL_LOCK:
+        db.close()
+        if checks:
+            _write_seal(Path(path))
+
+
+def scan(
+    db: plyvel.DB, *, start: bytes, stop: bytes | None = None, checks: bool = True
+) -> list[tuple[bytes, bytes]]:
+    """Every ``(key, value)`` with ``start <= key < stop`` (``stop=None``: to the end), in order.
+
+    With ``checks``, checksums are verified and LevelDB's iterator status is checked after every
+    step, so a damaged block raises plyvel's error (map it with :func:`leveldb_error`) instead
+    of being skipped.
+    """
+    iterator = db.raw_iterator(verify_checksums=checks)
+    found: list[tuple[bytes, bytes]] = []
     try:
-        return plyvel.DB(str(target), create_if_missing=create_if_missing)
-    except plyvel.IOError as exc:
-        text = str(exc)
-        if "lock" in text.lower():
-            raise StoreLocked(
-                f"LevelDB directory {str(target)!r} is locked by another process or by another "
-                "open handle in this one (LevelDB allows a single process at a time). Close the "
-                "other handle or stop the process that holds it, or give each process its own "
-                f"directory (for example one per pytest-xdist worker). LevelDB said: {text}"
-            ) from None
-        raise HarnessError(
-            f"cannot open LevelDB directory {str(target)!r}: {text}; check that the path is "
-            "writable and on a local file system"
-        ) from None
-    except plyvel.CorruptionError as exc:
-        raise CorruptData(
-            f"LevelDB directory {str(target)!r} is corrupt: {exc}; restore it from a backup or "
-            "remove it to start from an empty store"
-        ) from None
-    except plyvel.Error as exc:
-        if not create_if_missing and "does not exist" in str(exc):
+        iterator.seek(start)
+        while iterator.valid():
+            key: bytes = iterator.key()
+            if stop is not None and key >= stop:
+                break
+            found.append((key, iterator.value()))
+            iterator.next()
+    finally:
+        iterator.close()
+    return found
+
+
+def _directory(path: str | os.PathLike[str], *, create_if_missing: bool) -> Path:
+    """``path`` as a usable directory path, or :class:`ConfigError` saying why it is not."""
+    text: object = os.fspath(path)
+    if not isinstance(text, str) or "\0" in text or not text:
+        raise ConfigError(
+            f"LevelDB path {shown(text)} is not a usable directory path (empty, bytes or "
+            "containing NUL); pass a directory path such as 'offsets'"
+        )
+    target = Path(text)
+    try:
+        if target.exists() and not target.is_dir():
             raise ConfigError(
-                f"no LevelDB database at {str(target)!r}; create it first or pass "
-                "create_if_missing=True"
-            ) from None
-        raise HarnessError(f"cannot open LevelDB directory {str(target)!r}: {exc}") from None
+                f"LevelDB path {shown(str(target))} exists and is not a directory; "
+                "pass a directory path (it is created if missing)"
+            )
+        if create_if_missing:
+            target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot use {shown(str(target))} as a LevelDB directory: {exc.strerror}; pass a "
+            "shorter, writable directory path"
+        ) from None
+    return target
+
+
+def _current(directory: Path) -> str:
+    """The manifest CURRENT names."""
+    return (directory / "CURRENT").read_text(encoding="utf-8", errors="replace").strip()
+
+
+def _write_seal(directory: Path) -> None:
+    """Record the closed database's files; best effort (no seal means no check, never an alarm)."""
+    try:
+        current = _current(directory)
+        # The files whose silent truncation LevelDB cannot notice: the manifest (LevelDB syncs
+        # it) and the non-empty write-ahead logs (an empty one has nothing to lose).
+        files = {current: (directory / current).stat().st_size}
+        for log in sorted(directory.glob("*.log")):
+            size = log.stat().st_size
+            if size:
+                # The seal must not outlive what it describes: a machine crash after the
+                # close must not leave a seal promising writes that never reached the disk.
+                descriptor = os.open(log, os.O_RDONLY)
+                try:
+                    os.fdatasync(descriptor)
+                finally:
+                    os.close(descriptor)
+                files[log.name] = size
+        seal = {"format": _SEAL_FORMAT, "current": current, "files": files}
+        temporary = directory / (SEAL_NAME + ".tmp")
+        temporary.write_text(json.dumps(seal, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(temporary, directory / SEAL_NAME)
+    except OSError:
+        return
+
+
+def _check_seal(directory: Path) -> None:
+    """Raise :class:`CorruptData` if a file the seal lists shrank or vanished; then unseal."""
+    seal_path = directory / SEAL_NAME
+    try:
+        text = seal_path.read_bytes()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _bad_seal(seal_path, f"unreadable: {exc.strerror}") from None
+    seal = parse_json(
+        text,
+        what=f"the seal {shown(str(seal_path))}",
+        fix="delete it to open the directory without checking for truncated files",
+        error=CorruptData,
+    )
+    files = seal.get("files") if isinstance(seal, dict) else None
+    if (
+        not isinstance(seal, dict)
+        or seal.get("format") != _SEAL_FORMAT
+        or not isinstance(seal.get("current"), str)
+        or not isinstance(files, dict)
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in files.values())
+    ):
+        raise _bad_seal(seal_path, "not a seal this harness wrote")
+    try:
+        current: str | None = _current(directory)
+    except OSError:
+        current = None  # LevelDB's open reports the missing CURRENT
+    if current == seal["current"]:
+        _compare(directory, files)
+    # Otherwise another LevelDB client opened the database since the seal was written: the
+    # seal describes files that client legitimately replaced, so it no longer says anything.
+    seal_path.unlink()
+
+
+def _compare(directory: Path, files: Mapping[str, int]) -> None:
+    for name, size in sorted(files.items()):
+        if os.sep in name or name in ("", ".", ".."):
+            raise _bad_seal(directory / SEAL_NAME, f"it names {shown(name)}")
+        try:
+            actual = (directory / name).stat().st_size
+        except FileNotFoundError:
+            actual = None
+        if actual is None or actual < size:
+            found = "is gone" if actual is None else f"has {actual} bytes"
+            raise CorruptData(
+                f"LevelDB directory {shown(str(directory))} is damaged: {name} {found}, but "
+                f"held {size} bytes when the store was last closed cleanly. LevelDB would "
+                "silently drop the lost tail (committed data). Restore the directory from a "
+                f"backup; or, to accept the loss, delete {SEAL_NAME} in it and open it again"
+            )
+
+
+def _bad_seal(path: Path, why: str) -> CorruptData:
+    return CorruptData(
+        f"the seal {shown(str(path))} of a LevelDB directory is damaged ({shown(why)}); "
+        "delete it to open the directory without checking for truncated files"
+    )

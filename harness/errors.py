@@ -3,7 +3,8 @@
 The log errors keep DistributedLog's names (without the ``Exception`` suffix)
 and its numeric codes, so a user who knows DistributedLog recognises them, and
 ``except HarnessError`` catches everything the harness itself decided to raise.
-Messages name the bad value and say what to do about it.
+Messages name the bad value (through :func:`harness._shown.shown`, so that a huge or hostile
+value is shown cut short) and say what to do about it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "LogRecordTooLong",
     "MissingDependency",
     "OwnershipAcquireFailed",
+    "StorageFailed",
     "StoreLocked",
     "TransactionIdOutOfOrder",
     "UnsupportedURI",
@@ -98,6 +100,11 @@ class OwnershipAcquireFailed(LockingException):
     """Another writer (in this process or another one) owns the log."""
 
     code = 302
+
+
+class StorageFailed(HarnessError):
+    """The storage under a log or offset store failed (an I/O error, a full disk); the
+    message names the directory and what LevelDB or the file system said."""
 
 
 class StoreLocked(LockingException):

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from harness._json import parse_json
 from harness._progress import Stage, Tick, notify
+from harness._shown import describe_exception, shown
 from harness.check import Guarantee, Status, Verdict, check
 from harness.errors import ConfigError, HarnessError
 from harness.faults.schedule import Schedule
@@ -87,57 +89,54 @@ class Replay:
                 f"{where} is not a replay file (no 'harness_replay' key); pass the file a "
                 "failing run saved under .harness/failures/"
             )
-        if data["harness_replay"] != REPLAY_VERSION:
+        version = data["harness_replay"]
+        if type(version) is not int or version != REPLAY_VERSION:
             raise ConfigError(
-                f"{where} has replay version {data['harness_replay']!r}; this harness reads "
+                f"{where} has replay version {shown(version)}; this harness reads "
                 f"version {REPLAY_VERSION}"
             )
         try:
             guarantee = Guarantee(data["guarantee"])
-        except (KeyError, ValueError):
+        except (KeyError, ValueError, TypeError):
             raise ConfigError(
                 f"{where}: guarantee must be one of {[g.value for g in Guarantee]}, got "
-                f"{data.get('guarantee')!r}"
+                f"{shown(data.get('guarantee'))}"
             ) from None
         backend = data.get("backend", "memory")
-        if backend not in BACKENDS:
-            raise ConfigError(f"{where}: backend must be one of {BACKENDS}, got {backend!r}")
+        if not isinstance(backend, str) or backend not in BACKENDS:
+            raise ConfigError(f"{where}: backend must be one of {BACKENDS}, got {shown(backend)}")
         processor = data.get("processor")
         if not isinstance(processor, str) or ":" not in processor:
-            raise ConfigError(f"{where}: processor must be 'module:name', got {processor!r}")
+            raise ConfigError(f"{where}: processor must be 'module:name', got {shown(processor)}")
+        file, seed = data.get("processor_file"), data.get("seed")
+        if file is not None and not isinstance(file, str):
+            raise ConfigError(f"{where}: processor_file must be a path or null, got {shown(file)}")
+        if seed is not None and type(seed) is not int:
+            raise ConfigError(f"{where}: seed must be an integer or null, got {shown(seed)}")
         return cls(
             processor=processor,
             guarantee=guarantee,
             topology=Topology.from_json(data.get("topology") or {}),
             backend=backend,
             schedule=Schedule.from_json(data.get("schedule")),
-            processor_file=data.get("processor_file"),
-            seed=data.get("seed"),
+            processor_file=file,
+            seed=seed,
         )
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Replay:
         """Read a replay file; a string that starts with ``{`` is the replay JSON itself."""
+        fix = "pass a replay file a failing run saved under .harness/failures/"
         if isinstance(path, str) and path.lstrip().startswith("{"):
-            try:
-                inline = json.loads(path)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(
-                    f"the replay JSON is not valid ({exc.msg} at column {exc.colno})"
-                ) from None
+            inline = parse_json(path, what="the replay JSON", fix=fix)
             return cls.from_json(inline, "the replay JSON")
-        path = Path(path)
+        where = f"replay file {shown(os.fspath(path))}"
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot read replay file {str(path)!r}: {exc.strerror}") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                f"replay file {str(path)!r} is not JSON ({exc.msg} at line {exc.lineno})"
-            ) from None
-        return cls.from_json(data, f"replay file {str(path)!r}")
+            text = Path(path).read_bytes()
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+            raise ConfigError(f"cannot read {where}: {reason}; {fix}") from None
+        return cls.from_json(parse_json(text, what=where, fix=fix), where)
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
         directory = Path(directory)
@@ -151,10 +150,12 @@ class Replay:
 
 def load_processor(path: str, file: str | None = None) -> Processor:
     """Import ``module:qualname``; fall back to loading ``file`` if the module is not found."""
+    if not isinstance(path, str):
+        raise ConfigError(f"a processor is named 'module:function', got {shown(path)}")
     module_name, _, qualname = path.partition(":")
     if "<locals>" in qualname or "<lambda>" in qualname:
         raise ConfigError(
-            f"processor {path!r} is defined inside a function, so it cannot be imported for a "
+            f"processor {shown(path)} is defined inside a function, so it cannot be imported for a "
             "replay; define it at module level"
         )
     module: Any
@@ -165,28 +166,56 @@ def load_processor(path: str, file: str | None = None) -> Processor:
             raise ImportError("a processor defined in a script run as __main__")
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        if not file or not Path(file).is_file():
+        if not isinstance(file, str) or not file.endswith(".py") or not _is_file(file):
             raise ConfigError(
-                f"cannot import processor module {module_name!r} ({exc}); run the replay from "
-                "the directory the test ran in, or put the module on PYTHONPATH"
+                f"cannot import processor module {shown(module_name)} ({shown(str(exc))}); run "
+                "the replay from the directory the test ran in, or put the module on PYTHONPATH"
+                + ("" if file is None else f"; its processor_file {shown(file)} is no .py file")
             ) from None
-        loaded_name = "_harness_replayed_" + Path(file).stem
-        spec = importlib.util.spec_from_file_location(loaded_name, file)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[loaded_name] = module
-        spec.loader.exec_module(module)
+        module = _load_file(module_name, file)
+    except Exception as exc:  # the user's module failed while it was imported
+        raise _import_failed(module_name, exc) from None
     obj: Any = module
     for part in qualname.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
             raise ConfigError(
-                f"module {module_name!r} has no processor {qualname!r}; check the name"
+                f"module {shown(module_name)} has no processor {shown(qualname)}; check the name"
             ) from None
     if not callable(obj):
-        raise ConfigError(f"processor {path!r} is {obj!r}, not callable")
+        raise ConfigError(f"processor {shown(path)} is {shown(obj)}, not callable")
     return obj  # type: ignore[no-any-return]
+
+
+def _is_file(file: str) -> bool:
+    try:
+        return Path(file).is_file()
+    except (OSError, ValueError):  # too long a name, a NUL
+        return False
+
+
+def _load_file(module_name: str, file: str) -> Any:
+    """Execute the processor's source file as a module of its own."""
+    loaded_name = "_harness_replayed_" + Path(file).stem
+    spec = importlib.util.spec_from_file_location(loaded_name, file)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"processor_file {shown(file)} cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[loaded_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[loaded_name]
+        raise _import_failed(file, exc) from None
+    return module
+
+
+def _import_failed(source: str, exc: Exception) -> ConfigError:
+    return ConfigError(
+        f"importing the processor's module {shown(source)} failed: {describe_exception(exc)}; "
+        "fix that module (run it with python to see the traceback)"
+    )
 
 
 def run_once(

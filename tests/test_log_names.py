@@ -35,7 +35,9 @@ def test_a_leading_slash_is_stripped() -> None:
         ("del\x7f", r"\(U\+007F\) at index 3"),
         ("nel\x85", r"\(U\+0085\) at index 3"),
         ("emoji\U0001f600", r"\(U\+1F600\) at index 5"),
-        ("x" * 201, "longer than 200 bytes"),
+        ("x" * 256, "256 bytes once percent-encoded as a directory name, more than 255"),
+        ("é" * 43, "258 bytes once percent-encoded"),
+        ("a/" * 64 + "a", "257 bytes once percent-encoded"),
     ],
 )
 def test_invalid_names_raise_with_the_name_and_the_reason(name: str, reason: str) -> None:

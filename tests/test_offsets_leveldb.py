@@ -104,9 +104,11 @@ def test_a_corrupt_offset_names_the_store_the_reader_and_the_bytes(tmp_path: Pat
 
 def test_a_corrupt_offset_can_be_overwritten(tmp_path: Path) -> None:
     path = tmp_path / "offsets"
-    raw_put(path, b"reader-1", b"x" * 100)
+    raw_put(path, b"reader-1", b"x" * 1000)
     with LevelDBOffsetStore(path) as store:
-        with pytest.raises(CorruptData, match=r"100 bytes b'x{64}'\.\.\. \(100 bytes\), expected"):
+        with pytest.raises(
+            CorruptData, match=r"1000 bytes b'x{198}\.\.\. \(1,000 bytes\), expected"
+        ):
             store.get("reader-1")
         store.put("reader-1", DLSN.INITIAL)
         assert store.get("reader-1") == DLSN.INITIAL

@@ -164,8 +164,8 @@ def test_from_json_takes_a_mapping_text_or_bytes() -> None:
 @pytest.mark.parametrize(
     ("text", "parts"),
     [
-        ('{"steps": [', ("schedule is not valid JSON (Expecting value at line 1 column 12)",)),
-        ("", ("schedule is not valid JSON (Expecting value at line 1 column 1)",)),
+        ('{"steps": [', ("schedule is not JSON (Expecting value at line 1 column 12)",)),
+        ("", ("schedule is not JSON (Expecting value at line 1 column 1)",)),
         ("[1, 2]", ("a schedule is a JSON object with 'steps', got [1, 2]",)),
         ('"run"', ("a schedule is a JSON object with 'steps', got 'run'",)),
         ("null", ("a schedule is a JSON object with 'steps', got None",)),
@@ -259,7 +259,7 @@ def test_bad_json_error_names_the_position_and_has_no_cause() -> None:
     with pytest.raises(ConfigError) as info:
         Schedule.loads('{"steps": []}\n{')
     assert str(info.value) == (
-        "schedule is not valid JSON (Extra data at line 2 column 1); pass the JSON printed "
+        "schedule is not JSON (Extra data at line 2 column 1); pass the JSON printed "
         "by a failing run"
     )
     assert info.value.__cause__ is None
@@ -277,8 +277,9 @@ def test_long_values_are_cut_in_messages() -> None:
     with pytest.raises(ConfigError) as info:
         Schedule.from_json(list(range(1000)))
     message = str(info.value)
-    assert message.startswith("a schedule is a JSON object with 'steps', got [0, 1, 2, ")
-    assert len(message) == len("a schedule is a JSON object with 'steps', got ") + 80
+    assert message == (
+        "a schedule is a JSON object with 'steps', got [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, ...]"
+    )
 
 
 @pytest.mark.parametrize("bad", ["run", 3, None, Run, {"op": "run"}])
@@ -304,7 +305,7 @@ def test_version_must_be_an_int(version: str) -> None:
 def test_loads_non_utf8_bytes_raises_config_error() -> None:
     with pytest.raises(
         ConfigError,
-        match=config_error("schedule bytes are not UTF-8 (invalid start byte at byte 13)"),
+        match=config_error("schedule is not JSON (not UTF-8: invalid start byte at byte 13)"),
     ):
         Schedule.loads(b'{"steps": []}\xff')
 

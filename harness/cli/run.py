@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -219,19 +218,16 @@ def _run_processor(
     processor = load_processor(args.targets[0])
     topology = Topology()
     if args.topology is not None:
-        try:
-            data = json.loads(args.topology)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"--topology is not JSON ({exc.msg}): {args.topology!r}") from None
+        from harness._json import parse_json
+
+        fix = """give an object such as '{"partitions": 2}'"""
+        data = parse_json(args.topology, what="--topology", fix=fix)
         if not isinstance(data, dict):
             raise ConfigError(
-                f"--topology must be a JSON object such as '{{\"partitions\": 2}}', got "
-                f"{args.topology!r:.100}"
+                f"--topology must be a JSON object: {fix}, got {args.topology!r:.100}"
             )
-        defaults = Topology().to_json()
-        defaults["sinks"] = data.get("sinks", defaults["sinks"])
         try:
-            topology = Topology.from_json({**defaults, **data})
+            topology = Topology.from_json(data, partial=True)
         except ConfigError as exc:
             raise ConfigError(f"--topology: {exc}") from None
     backend: Backend = "leveldb" if args.backend == "leveldb" else "memory"

@@ -40,6 +40,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Final
 
+from harness._json import parse_json
+from harness._shown import shown
 from harness.errors import ConfigError
 
 __all__ = [
@@ -181,12 +183,14 @@ def step_to_json(step: Step) -> dict[str, Any]:
 def step_from_json(data: object, where: str = "step") -> Step:
     """Build a step from its JSON form, or raise ConfigError naming the bad value."""
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{where} must be a JSON object such as {{'op': 'run'}}, got {data!r}")
+        raise ConfigError(
+            f"{where} must be a JSON object such as {{'op': 'run'}}, got {shown(data)}"
+        )
     op = data.get("op")
     cls = STEP_TYPES.get(op) if isinstance(op, str) else None
     if cls is None:
         raise ConfigError(
-            f"{where} has unknown op {op!r}; known ops: {', '.join(sorted(STEP_TYPES))}"
+            f"{where} has unknown op {shown(op)}; known ops: {', '.join(sorted(STEP_TYPES))}"
         )
     names = {f.name: f for f in fields(cls)}
     unknown = sorted(set(data) - set(names) - {"op"})
@@ -202,14 +206,14 @@ def step_from_json(data: object, where: str = "step") -> Step:
         if name == "ack" or name == "machine":
             if type(value) is not bool:
                 raise ConfigError(
-                    f"{where} ({op}) field {name!r} must be true or false, got {value!r}"
+                    f"{where} ({op}) field {shown(name)} must be true or false, got {shown(value)}"
                 )
         else:
             low, high = _LIMITS[name]
             if type(value) is not int or not low <= value <= high:
                 raise ConfigError(
-                    f"{where} ({op}) field {name!r} must be an integer in [{low}, {high}], "
-                    f"got {value!r}"
+                    f"{where} ({op}) field {shown(name)} must be an integer in [{low}, {high}], "
+                    f"got {shown(value)}"
                 )
         kwargs[name] = value
     return cls(**kwargs)
@@ -228,16 +232,16 @@ class Schedule:
         if not isinstance(steps, tuple):  # a list is accepted and frozen
             object.__setattr__(self, "steps", tuple(steps))  # type: ignore[arg-type]
         if type(self.drain) is not bool:
-            raise ConfigError(f"schedule drain must be True or False, got {self.drain!r}")
+            raise ConfigError(f"schedule drain must be True or False, got {shown(self.drain)}")
         if type(self.version) is not int or self.version != SCHEDULE_VERSION:
             raise ConfigError(
-                f"schedule version {self.version!r} is not supported; this harness reads "
+                f"schedule version {shown(self.version)} is not supported; this harness reads "
                 f"version {SCHEDULE_VERSION} (upgrade stream-harness to replay newer schedules)"
             )
         for i, step in enumerate(self.steps):
             if type(step) not in _STEP_CLASSES:
                 raise ConfigError(
-                    f"schedule step {i} is {step!r}, not a step; use Produce, Run, Crash, ... "
+                    f"schedule step {i} is {shown(step)}, not a step; use Produce, Run, Crash, ... "
                     "from harness.faults"
                 )
 
@@ -259,24 +263,13 @@ class Schedule:
     def from_json(cls, data: object) -> Schedule:
         """Build a schedule from its JSON form (a dict, or text)."""
         if isinstance(data, str | bytes):
-            try:
-                data = json.loads(data)
-            except UnicodeDecodeError as exc:
-                raise ConfigError(
-                    f"schedule bytes are not UTF-8 ({exc.reason} at byte {exc.start}); pass "
-                    "the JSON text printed by a failing run"
-                ) from None
-            except json.JSONDecodeError as exc:
-                raise ConfigError(
-                    f"schedule is not valid JSON ({exc.msg} at line {exc.lineno} column "
-                    f"{exc.colno}); pass the JSON printed by a failing run"
-                ) from None
+            data = parse_json(data, what="schedule", fix="pass the JSON printed by a failing run")
         if not isinstance(data, Mapping):
-            raise ConfigError(f"a schedule is a JSON object with 'steps', got {data!r:.80}")
+            raise ConfigError(f"a schedule is a JSON object with 'steps', got {shown(data)}")
         version = data.get("version", SCHEDULE_VERSION)
         if type(version) is not int or version != SCHEDULE_VERSION:
             raise ConfigError(
-                f"schedule version {version!r} is not supported; this harness reads version "
+                f"schedule version {shown(version)} is not supported; this harness reads version "
                 f"{SCHEDULE_VERSION} (upgrade stream-harness to replay newer schedules)"
             )
         unknown = sorted(set(data) - {"version", "drain", "steps"})
@@ -286,10 +279,10 @@ class Schedule:
             )
         steps = data.get("steps", [])
         if not isinstance(steps, Sequence) or isinstance(steps, str | bytes):
-            raise ConfigError(f"schedule 'steps' must be a list, got {steps!r:.80}")
+            raise ConfigError(f"schedule 'steps' must be a list, got {shown(steps)}")
         drain = data.get("drain", True)
         if type(drain) is not bool:
-            raise ConfigError(f"schedule 'drain' must be true or false, got {drain!r}")
+            raise ConfigError(f"schedule 'drain' must be true or false, got {shown(drain)}")
         return cls(
             steps=tuple(step_from_json(s, f"step {i}") for i, s in enumerate(steps)),
             drain=drain,

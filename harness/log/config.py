@@ -7,6 +7,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any, final
 
+from harness._shown import shown
 from harness.errors import ConfigError
 
 __all__ = ["LogConfig", "TxidCheck"]
@@ -60,15 +61,16 @@ class LogConfig:
         for name in ("segment_max_records", "segment_max_bytes", "first_segment_sequence_number"):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
-                raise ConfigError(f"LogConfig.{name} must be an int >= 1, got {value!r}")
+                raise ConfigError(f"LogConfig.{name} must be an int >= 1, got {shown(value)}")
         if type(self.output_buffer_size) is not int or self.output_buffer_size < 0:
             raise ConfigError(
-                f"LogConfig.output_buffer_size must be an int >= 0, got {self.output_buffer_size!r}"
+                "LogConfig.output_buffer_size must be an int >= 0, got "
+                f"{shown(self.output_buffer_size)}"
             )
         for name in ("max_id_sanity_check", "durable_commit", "create_stream_if_not_exists"):
             value = getattr(self, name)
             if type(value) is not bool:
-                raise ConfigError(f"LogConfig.{name} must be True or False, got {value!r}")
+                raise ConfigError(f"LogConfig.{name} must be True or False, got {shown(value)}")
         txid_check: object = self.txid_check
         if not isinstance(txid_check, TxidCheck):
             try:  # a string value such as "segment-start" is accepted too
@@ -76,7 +78,7 @@ class LogConfig:
             except ValueError:
                 choices = ", ".join(repr(c.value) for c in TxidCheck)
                 raise ConfigError(
-                    f"LogConfig.txid_check must be one of {choices}, got {self.txid_check!r}"
+                    f"LogConfig.txid_check must be one of {choices}, got {shown(self.txid_check)}"
                 ) from None
 
     def with_overrides(self, overrides: dict[str, Any]) -> LogConfig:

@@ -13,6 +13,7 @@ import struct
 from dataclasses import dataclass
 from typing import ClassVar, Final, final
 
+from harness._shown import shown
 from harness.errors import InvalidDLSN
 
 __all__ = ["DLSN"]
@@ -46,7 +47,7 @@ class DLSN:
             value = getattr(self, name)
             if type(value) is not int or not _INT64_MIN <= value <= _INT64_MAX:
                 raise InvalidDLSN(
-                    f"DLSN {name} must be a signed 64-bit int, got {value!r}; "
+                    f"DLSN {name} must be a signed 64-bit int, got {shown(value)}; "
                     "build DLSNs from ints such as DLSN(1, 0, 0)"
                 )
 
@@ -65,13 +66,13 @@ class DLSN:
         if version == VERSION0:
             body = _V1.pack(VERSION0, self.segment, self.entry, self.slot)
             return body + bytes(_VERSION0_LEN - len(body))
-        raise InvalidDLSN(f"unknown DLSN serialization version {version!r}; use 0 or 1")
+        raise InvalidDLSN(f"unknown DLSN serialization version {shown(version)}; use 0 or 1")
 
     @classmethod
     def deserialize_bytes(cls, data: bytes) -> DLSN:
         """Decode :meth:`serialize_bytes` output; anything else raises :class:`InvalidDLSN`."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise InvalidDLSN(f"DLSN bytes must be bytes, got {type(data).__name__}: {data!r}")
+            raise InvalidDLSN(f"DLSN bytes must be bytes, got {type(data).__name__}: {shown(data)}")
         data = bytes(data)
         if not data:
             raise InvalidDLSN(
@@ -81,11 +82,12 @@ class DLSN:
         expected = {VERSION0: _VERSION0_LEN, VERSION1: _VERSION1_LEN}.get(version)
         if expected is None:
             raise InvalidDLSN(
-                f"unknown DLSN version byte {version} in {data[:32]!r}; expected 0 or 1"
+                f"unknown DLSN version byte {version} in {shown(data[:32])}; expected 0 or 1"
             )
         if len(data) != expected:
             raise InvalidDLSN(
-                f"DLSN version {version} needs {expected} bytes, got {len(data)}: {data[:32]!r}"
+                f"DLSN version {version} needs {expected} bytes, got {len(data)}: "
+                f"{shown(data[:32])}"
             )
         _, segment, entry, slot = _V1.unpack_from(data)
         return cls(segment, entry, slot)
@@ -98,18 +100,20 @@ class DLSN:
     def deserialize(cls, text: str) -> DLSN:
         """Decode :meth:`serialize` output; ``"baddlsn"`` and such raise :class:`InvalidDLSN`."""
         if not isinstance(text, str):
-            raise InvalidDLSN(f"a serialized DLSN is a str, got {type(text).__name__}: {text!r}")
+            raise InvalidDLSN(
+                f"a serialized DLSN is a str, got {type(text).__name__}: {shown(text)}"
+            )
         try:
             raw = base64.b64decode(text.encode("ascii"), validate=True)
         except (binascii.Error, UnicodeEncodeError) as exc:
             raise InvalidDLSN(
-                f"{text!r} is not a serialized DLSN (not Base64: {exc}); "
+                f"{shown(text)} is not a serialized DLSN (not Base64: {exc}); "
                 "pass a string produced by DLSN.serialize()"
             ) from None
         try:
             return cls.deserialize_bytes(raw)
         except InvalidDLSN as exc:
-            raise InvalidDLSN(f"{text!r} is not a serialized DLSN: {exc}") from None
+            raise InvalidDLSN(f"{shown(text)} is not a serialized DLSN: {exc}") from None
 
     def to_json(self) -> dict[str, int]:
         """A JSON-friendly form: ``{"segment": 1, "entry": 0, "slot": 0}``."""
@@ -119,7 +123,9 @@ class DLSN:
     def from_json(cls, value: object) -> DLSN:
         """Inverse of :meth:`to_json`; a malformed value raises :class:`InvalidDLSN`."""
         if not isinstance(value, dict) or set(value) != {"segment", "entry", "slot"}:
-            raise InvalidDLSN(f"expected a mapping with keys segment, entry, slot; got {value!r}")
+            raise InvalidDLSN(
+                f"expected a mapping with keys segment, entry, slot; got {shown(value)}"
+            )
         return cls(value["segment"], value["entry"], value["slot"])
 
     def __str__(self) -> str:

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from typing import Final
+from urllib.parse import quote
 
+from harness._shown import shown
 from harness.errors import InvalidStreamName
 
 __all__ = ["validate_log_name"]
 
-MAX_NAME_BYTES: Final = 200
-"""Not a DistributedLog rule: names become directory names on the LevelDB backend."""
+MAX_NAME_BYTES: Final = 255
+"""Not a DistributedLog rule: on the LevelDB backend a name becomes one directory name,
+percent-encoded (``urllib.parse.quote(name, safe="")``), and file systems allow 255 bytes per
+name. The limit applies to the encoded form, on every backend, so a name valid in memory is
+valid on LevelDB: ``"é" * 43`` (86 bytes of UTF-8, 258 once encoded) is rejected."""
 
 _FORBIDDEN_CHARS: Final = frozenset("\0<> ")
 
@@ -31,29 +36,36 @@ def validate_log_name(name: object) -> str:
     here it is an InvalidStreamName like every other bad name.
     """
     if not isinstance(name, str):
-        raise InvalidStreamName(f"log name must be a str, got {type(name).__name__}: {name!r}")
+        raise InvalidStreamName(f"log name must be a str, got {type(name).__name__}: {shown(name)}")
     normalized = name[1:] if name.startswith("/") else name
 
     def bad(reason: str) -> InvalidStreamName:
         return InvalidStreamName(
-            f"invalid log name {name!r}: {reason}; use letters, digits and -_:. (not leading), "
+            f"invalid log name {shown(name)}: {reason}; use letters, digits and -_:. (not "
+            "leading), "
             "with '/' only between non-empty components"
         )
 
     if not normalized:
         raise bad("the name is empty")
     if normalized[0] in ".<":
-        raise bad(f"names starting with {normalized[0]!r} are reserved")
+        raise bad(f"names starting with {shown(normalized[0])} are reserved")
     if normalized.endswith("/"):
         raise bad("it ends with '/'")
     if "//" in normalized:
         raise bad("it contains '//'")
     for component in normalized.split("/"):
         if component in (".", ".."):
-            raise bad(f"path component {component!r} is not allowed")
+            raise bad(f"path component {shown(component)} is not allowed")
     for index, char in enumerate(normalized):
         if char in _FORBIDDEN_CHARS or _bad_unit(ord(char)):
-            raise bad(f"character {char!r} (U+{ord(char):04X}) at index {index} is not allowed")
-    if len(normalized.encode("utf-8")) > MAX_NAME_BYTES:
-        raise bad(f"it is longer than {MAX_NAME_BYTES} bytes in UTF-8")
+            raise bad(
+                f"character {shown(char)} (U+{ord(char):04X}) at index {index} is not allowed"
+            )
+    encoded = len(quote(normalized, safe=""))
+    if encoded > MAX_NAME_BYTES:
+        raise bad(
+            f"it is {encoded} bytes once percent-encoded as a directory name, more than "
+            f"{MAX_NAME_BYTES} (each non-ASCII UTF-8 byte, '/' and ':' take 3)"
+        )
     return normalized

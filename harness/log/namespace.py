@@ -7,8 +7,10 @@ from typing import Any, Final, final
 from urllib.parse import unquote
 
 from harness._closing import Closing
+from harness._shown import shown
 from harness.errors import (
     AlreadyClosed,
+    ConfigError,
     LogNotFound,
     OwnershipAcquireFailed,
     StoreLocked,
@@ -29,7 +31,7 @@ _SUPPORTED: Final = (
 )
 
 
-def _storage_for(uri: str) -> NamespaceStorage:
+def _storage_for(uri: str, *, checks: bool) -> NamespaceStorage:
     if not isinstance(uri, str):
         raise UnsupportedURI(f"a namespace URI is a str, got {type(uri).__name__}: {uri!r}")
     scheme, separator, rest = uri.partition("://")
@@ -54,7 +56,7 @@ def _storage_for(uri: str) -> NamespaceStorage:
                 "Path(directory).absolute().as_uri().replace('file', "
                 f"'{LEVELDB_SCHEME}', 1)"
             )
-        return LevelDBNamespaceStorage(unquote(rest))
+        return LevelDBNamespaceStorage(unquote(rest), checks=checks)
     if scheme in ("distributedlog", "distributedlog-bk"):
         raise UnsupportedURI(
             f"{uri!r} names DistributedLog's BookKeeper backend, which the harness does not "
@@ -74,12 +76,14 @@ def leveldb_uri(path: str | os.PathLike[str]) -> str:
 class Namespace(Closing):
     """The logs under one URI; see :func:`open_namespace`."""
 
-    def __init__(self, uri: str, *, config: LogConfig | None = None) -> None:
+    def __init__(self, uri: str, *, config: LogConfig | None = None, checks: bool = True) -> None:
         self.uri = uri
         self.config = LogConfig() if config is None else config
         if not isinstance(self.config, LogConfig):
-            raise UnsupportedURI(f"config must be a LogConfig, got {self.config!r}")
-        self._storage = _storage_for(uri)
+            raise UnsupportedURI(f"config must be a LogConfig, got {shown(self.config)}")
+        if type(checks) is not bool:
+            raise ConfigError(f"checks must be True or False, got {shown(checks)}")
+        self._storage = _storage_for(uri, checks=checks)
         self._closed = False
 
     def _check(self) -> None:
@@ -138,7 +142,12 @@ class Namespace(Closing):
         return f"<Namespace {self.uri!r}>"
 
 
-def open_namespace(uri: str, *, config: LogConfig | None = None) -> Namespace:
+def open_namespace(uri: str, *, config: LogConfig | None = None, checks: bool = True) -> Namespace:
     """Open the namespace at ``uri``: ``distributedlog-memory://NAME`` or
-    ``distributedlog-leveldb:///PATH``, with ``config`` as every log's default."""
-    return Namespace(uri, config=config)
+    ``distributedlog-leveldb:///PATH``, with ``config`` as every log's default.
+
+    ``checks`` (LevelDB only) keeps LevelDB's integrity checks on (:mod:`harness._leveldb`):
+    a damaged log raises :class:`~harness.errors.CorruptData` instead of returning different
+    records. ``checks=False`` is the benchmark baseline of ``bench/bench_log.py``.
+    """
+    return Namespace(uri, config=config, checks=checks)

@@ -17,6 +17,7 @@ import os
 import re
 from typing import Final
 
+from harness._shown import shown
 from harness.errors import UnsupportedURI
 from harness.offsets.base import OffsetStore
 from harness.offsets.conformance import (
@@ -55,7 +56,9 @@ _FORMS: Final = (
 )
 
 
-def open_offset_store(location: str | os.PathLike[str], *, sync: bool = False) -> OffsetStore:
+def open_offset_store(
+    location: str | os.PathLike[str], *, sync: bool = False, checks: bool = True
+) -> OffsetStore:
     """Open the offset store at ``location``.
 
     ``"memory://NAME"`` opens a :class:`MemoryOffsetStore` on the process-wide
@@ -63,26 +66,28 @@ def open_offset_store(location: str | os.PathLike[str], *, sync: bool = False) -
     name reopens the same data; any other ``str`` or :class:`os.PathLike` is a LevelDB
     directory (created if missing). A string with another ``scheme://`` raises
     :class:`~harness.errors.UnsupportedURI` (a :class:`~harness.errors.ConfigError`).
-    ``sync`` is passed to the store: see :class:`OffsetStore` for what it decides.
+    ``sync`` is passed to the store: see :class:`OffsetStore` for what it decides; ``checks``
+    to a LevelDB store (see :class:`LevelDBOffsetStore`). An empty location raises
+    :class:`~harness.errors.ConfigError` rather than opening the working directory.
     """
     if isinstance(location, str):
         if location.startswith(MEMORY_SCHEME):
             name = location[len(MEMORY_SCHEME) :]
             if not name:
                 raise UnsupportedURI(
-                    f"offset store location {location!r} has no name after 'memory://'; "
+                    f"offset store location {shown(location)} has no name after 'memory://'; "
                     "use e.g. 'memory://offsets'"
                 )
             return MemoryOffsetStore(sync=sync, storage=MemoryOffsetStorage.named(name))
         scheme = _SCHEME.match(location)
         if scheme is not None:
             raise UnsupportedURI(
-                f"offset store location {location!r} has the unsupported scheme "
+                f"offset store location {shown(location)} has the unsupported scheme "
                 f"{scheme.group(1)!r}; use {_FORMS}"
             )
     elif not isinstance(location, os.PathLike):
         raise UnsupportedURI(
             f"offset store location must be a str or os.PathLike, got "
-            f"{type(location).__name__}: {location!r}; use {_FORMS}"
+            f"{type(location).__name__}: {shown(location)}; use {_FORMS}"
         )
-    return LevelDBOffsetStore(location, sync=sync)
+    return LevelDBOffsetStore(location, sync=sync, checks=checks)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from types import MappingProxyType, TracebackType
 from typing import Final, Protocol, cast, runtime_checkable
 
+from harness._shown import shown
 from harness.errors import ConfigError
 from harness.log.dlsn import DLSN
 
@@ -120,7 +121,7 @@ def validate_sync(sync: object) -> bool:
     """Return ``sync`` if it is a bool; otherwise raise :class:`ConfigError`."""
     if type(sync) is not bool:
         raise ConfigError(
-            f"sync must be True or False, got {type(sync).__name__}: {sync!r}; pass sync=True "
+            f"sync must be True or False, got {type(sync).__name__}: {shown(sync)}; pass sync=True "
             "to fsync every write (survives a machine crash) or sync=False (survives a "
             "process crash only)"
         )
@@ -130,21 +131,23 @@ def validate_sync(sync: object) -> bool:
 def _validate_name(value: object, what: str, example: str) -> bytes:
     if not isinstance(value, str):
         raise ConfigError(
-            f"{what} must be a str, got {type(value).__name__}: {value!r}; "
-            f"pass text such as {example!r}"
+            f"{what} must be a str, got {type(value).__name__}: {shown(value)}; "
+            f"pass text such as {shown(example)}"
         )
     if not value:
-        raise ConfigError(f"{what} must not be empty, got {value!r}; pass text such as {example!r}")
+        raise ConfigError(
+            f"{what} must not be empty, got {shown(value)}; pass text such as {shown(example)}"
+        )
     if "\x00" in value:
         raise ConfigError(
-            f"{what} must not contain NUL ('\\x00'), got {value!r}; remove or replace the NUL "
+            f"{what} must not contain NUL ('\\x00'), got {shown(value)}; remove or replace the NUL "
             "character (it separates the store's key spaces)"
         )
     try:
         return value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ConfigError(
-            f"{what} must encode to UTF-8, got {value!r} ({exc.reason} at index {exc.start}); "
+            f"{what} must encode to UTF-8, got {shown(value)} ({exc.reason} at index {exc.start}); "
             "remove the lone surrogate characters"
         ) from None
 
@@ -163,8 +166,9 @@ def validate_dlsn(dlsn: object, reader_id: object) -> DLSN:
     """Return ``dlsn`` if it is a :class:`DLSN`; otherwise raise :class:`ConfigError`."""
     if type(dlsn) is not DLSN:  # DLSN is @final, so this is isinstance
         raise ConfigError(
-            f"the offset of reader {reader_id!r} must be a DLSN, got {type(dlsn).__name__}: "
-            f"{dlsn!r}; build one with DLSN(segment, entry, slot) or DLSN.deserialize_bytes(...)"
+            f"the offset of reader {shown(reader_id)} must be a DLSN, got {type(dlsn).__name__}: "
+            f"{shown(dlsn)}; build one with DLSN(segment, entry, slot) or "
+            "DLSN.deserialize_bytes(...)"
         )
     return dlsn
 
@@ -173,8 +177,8 @@ def validate_state_value(value: object, key: object) -> bytes | None:
     """Return ``value`` if it is ``bytes`` or ``None`` (delete); otherwise raise ConfigError."""
     if value is not None and not isinstance(value, bytes):
         raise ConfigError(
-            f"the value of state key {key!r} must be bytes (or None to delete the key), got "
-            f"{type(value).__name__}: {value!r}; encode it first, e.g. text.encode('utf-8') "
+            f"the value of state key {shown(key)} must be bytes (or None to delete the key), got "
+            f"{type(value).__name__}: {shown(value)}; encode it first, e.g. text.encode('utf-8') "
             "or bytes(buffer)"
         )
     return value
@@ -212,12 +216,12 @@ def validate_commit_mappings(
     if type(offsets) is not dict and not isinstance(offsets, Mapping):
         raise ConfigError(
             f"commit() offsets must be a mapping of reader id to DLSN, got "
-            f"{type(offsets).__name__}: {offsets!r}; pass a dict such as "
+            f"{type(offsets).__name__}: {shown(offsets)}; pass a dict such as "
             "{'reader-1': DLSN(1, 0, 0)}"
         )
     if type(state) is not dict and not isinstance(state, Mapping):
         raise ConfigError(
             f"commit() state must be a mapping of key to bytes or None, got "
-            f"{type(state).__name__}: {state!r}; pass a dict such as {{'counts': b'...'}}"
+            f"{type(state).__name__}: {shown(state)}; pass a dict such as {{'counts': b'...'}}"
         )
     return offsets, state

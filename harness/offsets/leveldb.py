@@ -7,6 +7,8 @@ Layout of the LevelDB directory (``ReaderWithOffsets.java``, so either side can 
 * state entry: key ``b"\\x00state\\x00" + key.encode("utf-8")``, value the bytes as given.
   Reader ids cannot contain NUL, so the two key spaces never collide.
 
+LevelDB's integrity checks are on unless ``checks=False`` (see :mod:`harness._leveldb`): a
+damaged directory raises :class:`~harness.errors.CorruptData`, never a different offset.
 plyvel is imported lazily by :func:`harness._leveldb.open_leveldb`, not by this module.
 """
 
@@ -20,7 +22,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, final
 
-from harness._leveldb import open_leveldb
+from harness._leveldb import (
+    VERIFY,
+    close_leveldb,
+    leveldb_error,
+    open_leveldb,
+    plyvel_error,
+    scan,
+)
+from harness._shown import shown
 from harness.errors import AlreadyClosed, ConfigError, CorruptData, InvalidDLSN
 from harness.log.dlsn import DLSN
 from harness.offsets.base import (
@@ -46,7 +56,6 @@ _FIRST_READER_KEY: Final = b"\x01"
 # Reader ids and state keys already seen, mapped to their key bytes; bounded so that a process
 # that invents ids forever does not grow without limit.
 _KEY_CACHE_LIMIT: Final = 4096
-_SHOWN_BYTES: Final = 64
 # DLSN as a plain `type`: annotations are not enforced at run time, so put() checks the class
 # (DLSN is @final, so `is` is isinstance), and this alias keeps mypy from calling it unreachable.
 _DLSN: Final[type] = DLSN
@@ -55,12 +64,6 @@ _DLSN: Final[type] = DLSN
 # tests/test_offsets_leveldb.py holds the two byte-for-byte equal.
 _pack_v1: Final = struct.Struct(">bqqq").pack
 _VERSION1: Final = 1
-
-
-def _show(value: bytes) -> str:
-    if len(value) <= _SHOWN_BYTES:
-        return repr(value)
-    return f"{value[:_SHOWN_BYTES]!r}... ({len(value)} bytes)"
 
 
 @final
@@ -75,26 +78,44 @@ class LevelDBOffsetStore:
     crash may lose a suffix of the latest writes; with ``sync=True`` every write is fsynced and
     survives a machine crash, at the cost of a disk flush per write.
 
+    ``checks`` (default True) opens the directory with LevelDB's integrity checks: paranoid
+    checks on open, verified checksums on every read, a seal on close that catches a truncated
+    write-ahead log (:mod:`harness._leveldb`). A damaged directory then raises
+    :class:`~harness.errors.CorruptData` naming it, never a different offset. ``checks=False``
+    is the benchmark baseline (``bench/bench_offsets.py``): a damaged store may then return
+    wrong data silently.
+
     A stored offset that is not a serialized DLSN, or a reader key that is not UTF-8, raises
     :class:`~harness.errors.CorruptData` naming the directory, the reader id or key and the
-    bytes. The store can be shared between threads (LevelDB is safe for concurrent use).
+    bytes; any other LevelDB failure a :class:`~harness.errors.HarnessError` naming the
+    directory. The store can be shared between threads (LevelDB is safe for concurrent use).
     """
 
-    __slots__ = ("_db", "_db_put", "_keys", "_path", "_state_keys", "_sync")
+    __slots__ = ("_checks", "_db", "_db_get", "_db_put", "_keys", "_path", "_state_keys", "_sync")
 
-    def __init__(self, path: str | os.PathLike[str], *, sync: bool = False) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, sync: bool = False, checks: bool = True
+    ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise ConfigError(
                 f"LevelDBOffsetStore path must be a str or os.PathLike directory, got "
-                f"{type(path).__name__}: {path!r}; pass e.g. pathlib.Path('offsets')"
+                f"{type(path).__name__}: {shown(path)}; pass e.g. pathlib.Path('offsets')"
             )
         self._sync: bool = validate_sync(sync)
-        self._path: Path = Path(path)
+        if type(checks) is not bool:
+            raise ConfigError(
+                f"LevelDBOffsetStore checks must be True or False, got {shown(checks)}"
+            )
+        self._checks = checks
         # Reader ids and state keys already validated, mapped to their LevelDB keys.
         self._keys: dict[object, bytes] = {}
         self._state_keys: dict[object, bytes] = {}
-        db = open_leveldb(self._path)
+        db = open_leveldb(path, checks=checks)
+        self._path: Path = Path(path)
         self._db: plyvel.DB | None = db
+        self._db_get: Callable[[bytes], bytes | None] = (
+            partial(db.get, **VERIFY) if checks else db.get
+        )
         # put() calls this directly: one attribute load instead of a load, a method lookup
         # and a branch on sync.
         self._db_put: Callable[[bytes, bytes], None] | None = (
@@ -133,7 +154,12 @@ class LevelDBOffsetStore:
             key = self._reader_key(reader_id)
         if type(dlsn) is not _DLSN:
             validate_dlsn(dlsn, reader_id)
-        db_put(key, _pack_v1(_VERSION1, dlsn.segment, dlsn.entry, dlsn.slot))
+        try:
+            db_put(key, _pack_v1(_VERSION1, dlsn.segment, dlsn.entry, dlsn.slot))
+        except plyvel_error() as exc:
+            raise leveldb_error(
+                exc, self._path, f"writing the offset of {shown(reader_id)}"
+            ) from None
 
     def get(self, reader_id: str) -> DLSN | None:
         """The last DLSN stored for ``reader_id``, or ``None`` if it has none."""
@@ -144,7 +170,12 @@ class LevelDBOffsetStore:
             key = self._keys[reader_id]
         except (KeyError, TypeError):
             key = self._reader_key(reader_id)
-        value: bytes | None = db.get(key)
+        try:
+            value = self._db_get(key)
+        except plyvel_error() as exc:
+            raise leveldb_error(
+                exc, self._path, f"reading the offset of {shown(reader_id)}"
+            ) from None
         if value is None:
             return None
         return self._decode(reader_id, key, value)
@@ -158,8 +189,10 @@ class LevelDBOffsetStore:
             stored_key = self._state_keys[key]
         except (KeyError, TypeError):
             stored_key = self._state_key(key)
-        value: bytes | None = db.get(stored_key)
-        return value
+        try:
+            return self._db_get(stored_key)
+        except plyvel_error() as exc:
+            raise leveldb_error(exc, self._path, f"reading state key {shown(key)}") from None
 
     def commit(
         self,
@@ -205,7 +238,10 @@ class LevelDBOffsetStore:
                 batch.put(key, value)
             else:
                 validate_state_value(value, name)
-        batch.write()
+        try:
+            batch.write()
+        except plyvel_error() as exc:
+            raise leveldb_error(exc, self._path, "writing a commit") from None
 
     def readers(self) -> list[str]:
         """The ids of the readers that have an offset, sorted.
@@ -216,16 +252,20 @@ class LevelDBOffsetStore:
         db = self._db
         if db is None:
             raise self._closed("readers")
+        try:
+            keys = [key for key, _ in scan(db, start=_FIRST_READER_KEY, checks=self._checks)]
+        except plyvel_error() as exc:
+            raise leveldb_error(exc, self._path, "reading the reader ids") from None
         ids = []
-        for key in db.iterator(start=_FIRST_READER_KEY, include_value=False):
+        for key in keys:
             try:
                 ids.append(key.decode("utf-8"))
             except UnicodeDecodeError as exc:
                 raise CorruptData(
-                    f"offset store {str(self._path)!r}: key {_show(key)} is not a UTF-8 reader "
-                    f"id ({exc.reason} at byte {exc.start}); it was not written by an offset "
-                    "store. Remove it with another LevelDB client, or restore the directory "
-                    "from a backup"
+                    f"offset store {shown(str(self._path))}: key {shown(key)} is not a UTF-8 "
+                    f"reader id ({exc.reason} at byte {exc.start}); it was not written by an "
+                    "offset store. Remove it with another LevelDB client, or restore the "
+                    "directory from a backup"
                 ) from None
         return ids
 
@@ -237,7 +277,7 @@ class LevelDBOffsetStore:
             self._db_put = None
             self._keys.clear()
             self._state_keys.clear()
-            db.close()
+            close_leveldb(db, self._path, checks=self._checks)
 
     def __enter__(self) -> LevelDBOffsetStore:
         if self._db is None:
@@ -271,8 +311,8 @@ class LevelDBOffsetStore:
             return DLSN.deserialize_bytes(value)
         except InvalidDLSN:
             raise CorruptData(
-                f"offset store {str(self._path)!r}: the offset of reader {reader_id!r} "
-                f"(key {key!r}) is not a serialized DLSN: {len(value)} bytes {_show(value)}, "
+                f"offset store {shown(str(self._path))}: the offset of reader {shown(reader_id)} "
+                f"(key {shown(key)}) is not a serialized DLSN: {len(value)} bytes {shown(value)}, "
                 "expected the 25 bytes of DLSN.serialize_bytes(). Overwrite it with "
                 f"put({reader_id!r}, dlsn), or restore the directory from a backup"
             ) from None

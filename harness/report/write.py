@@ -21,10 +21,10 @@ FORMATS: Final = ("txt", "json", "html")
 """The report formats, as file suffixes: ``render_text``, ``render_json``, ``render_html``."""
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, data: bytes) -> None:
     # a half-written report must never look like a whole one
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_bytes(data)
     os.replace(tmp, path)
 
 
@@ -64,8 +64,11 @@ def write_report(
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
-    for fmt, text in texts.items():
+    # encoded before anything is written (a lone surrogate from a processor's message is
+    # escaped), so that no format can fail after another was written
+    encoded = {fmt: text.encode("utf-8", "backslashreplace") for fmt, text in texts.items()}
+    for fmt, data in encoded.items():
         path = out / f"{name}.{fmt}"
-        _write(path, text)
+        _write(path, data)
         paths[fmt] = path
     return paths

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 import greenlet
 
+from harness._shown import describe_exception
 from harness.errors import ConfigError
 from harness.faults.schedule import (
     Crash,
@@ -92,14 +93,9 @@ def _body(inst: Instance, fn: Callable[[], Any]) -> None:
 
 
 def _describe(exc: BaseException) -> str:
-    """``Type: message`` of an exception, even one whose ``__str__`` raises."""
-    if isinstance(exc, _Exited):
-        exc = exc.original
-    try:
-        text = str(exc)
-    except Exception:
-        text = "(its message could not be rendered)"
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    """``Type: message`` of what a processor raised (:func:`describe_exception`), seen
+    through the wrapper a BaseException travels in."""
+    return describe_exception(exc.original if isinstance(exc, _Exited) else exc)
 
 
 class Instance:

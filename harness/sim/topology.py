@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
+from harness._shown import shown
 from harness.errors import ConfigError
 from harness.history.events import Aggregate, SinkKind, SinkSpec
 from harness.log.names import validate_log_name
@@ -97,30 +98,62 @@ class Topology:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Topology:
+    def from_json(cls, data: object, *, partial: bool = False) -> Topology:
+        """Inverse of :meth:`to_json`; anything else raises :class:`ConfigError` naming it.
+
+        With ``partial``, missing fields take the defaults of ``Topology()`` (for a topology
+        typed on the command line, such as ``{"partitions": 2}``).
+        """
+        if partial and isinstance(data, Mapping):
+            data = {**Topology().to_json(), **data}
         if not isinstance(data, Mapping):
-            raise ConfigError(f"a topology must be a JSON object, got {data!r:.100}")
+            raise ConfigError(
+                f"a topology is a JSON object such as {{'partitions': 2, 'keys': 3, 'sinks': "
+                f"{{'out': {{'kind': 'log'}}}}}}, got {type(data).__name__} {shown(data)}"
+            )
         known = [f.name for f in fields(cls)]
         unknown = sorted(str(key) for key in set(data) - set(known))
         if unknown:
             raise ConfigError(
-                f"unknown topology key {unknown[0]!r:.60}; the keys are {', '.join(known)}"
+                f"unknown topology key {shown(unknown[0])}; the keys are {', '.join(known)}"
             )
         missing = [key for key in ("partitions", "keys", "sinks") if key not in data]
         if missing:
             raise ConfigError(
                 f"the topology has no {missing[0]!r} key; the keys are {', '.join(known)}"
             )
+        sinks = data.get("sinks")
+        if not isinstance(sinks, Mapping):
+            raise ConfigError(
+                f"topology 'sinks' must be an object of name -> sink such as {{'out': "
+                f"{{'kind': 'log'}}}}, got {shown(sinks)}"
+            )
+        for name, spec in sinks.items():
+            if (
+                not isinstance(spec, Mapping)
+                or not set(spec) <= {"kind", "ordered", "aggregate"}
+                or type(spec.get("ordered", False)) is not bool
+            ):
+                raise ConfigError(
+                    f"topology sink {shown(name)} must be an object such as {{'kind': 'log', "
+                    f"'ordered': false}} or {{'kind': 'table', 'aggregate': 'count'}}, got "
+                    f"{shown(spec)}"
+                )
         try:
             return cls(
                 partitions=data["partitions"],
                 keys=data["keys"],
-                sinks={n: SinkSpec.from_json(s) for n, s in data["sinks"].items()},
+                sinks={n: SinkSpec.from_json(s) for n, s in sinks.items()},
                 offset_sync=data.get("offset_sync", False),
                 segment_records=data.get("segment_records", 4),
                 poison_every=data.get("poison_every", 0),
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, ConfigError):
                 raise
-            raise ConfigError(f"bad topology {dict(data)!r:.200}: {exc}") from None
+            detail = (
+                f"no field {shown(exc.args[0])}"
+                if isinstance(exc, KeyError)
+                else f"{type(exc).__name__}: {shown(str(exc))}"
+            )
+            raise ConfigError(f"bad topology {shown(data)}: {detail}") from None

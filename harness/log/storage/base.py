@@ -17,9 +17,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, final
+from typing import Any, Final, Protocol, final
 
-from harness.errors import CorruptData
+from harness._json import parse_json
+from harness._shown import shown
+from harness.errors import CorruptData, InvalidDLSN
 from harness.log.dlsn import DLSN
 from harness.log.record import StoredRecord
 
@@ -88,22 +90,85 @@ class SegmentMetadata:
         }
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> SegmentMetadata:
-        last = value["last_dlsn"]
-        active = value["min_active_dlsn"]
+    def from_json(cls, value: object) -> SegmentMetadata:
+        """Inverse of :meth:`to_json`; a field of the wrong type or range raises
+        :class:`_Malformed` (a ``ValueError``) naming it."""
+        fields = _fields(value, "segment metadata", _SEGMENT_FIELDS)
+        last = fields["last_dlsn"]
+        active = fields["min_active_dlsn"]
+        truncation = fields["truncation"]
+        if truncation not in _TRUNCATIONS:
+            raise _Malformed(f"segment truncation {shown(truncation)} is not one of {_TRUNCATIONS}")
         return cls(
-            segment=value["segment"],
-            start_sequence_id=value["start_sequence_id"],
-            record_count=value["record_count"],
-            payload_bytes=value["payload_bytes"],
-            first_txid=value["first_txid"],
-            last_txid=value["last_txid"],
-            last_entry=value["last_entry"],
-            last_dlsn=None if last is None else DLSN.from_json(last),
-            completed=value["completed"],
-            truncation=Truncation(value["truncation"]),
-            min_active_dlsn=None if active is None else DLSN.from_json(active),
+            segment=_int(fields, "segment", low=0),
+            start_sequence_id=_int(fields, "start_sequence_id"),
+            record_count=_int(fields, "record_count", low=0),
+            payload_bytes=_int(fields, "payload_bytes", low=0),
+            first_txid=_int(fields, "first_txid", nullable=True),
+            last_txid=_int(fields, "last_txid", nullable=True),
+            last_entry=_int(fields, "last_entry", low=-1),
+            last_dlsn=None if last is None else _dlsn(last, "last_dlsn"),
+            completed=_bool(fields, "completed"),
+            truncation=Truncation(truncation),
+            min_active_dlsn=None if active is None else _dlsn(active, "min_active_dlsn"),
         )
+
+
+_SEGMENT_FIELDS: Final = frozenset(
+    (
+        "segment",
+        "start_sequence_id",
+        "record_count",
+        "payload_bytes",
+        "first_txid",
+        "last_txid",
+        "last_entry",
+        "last_dlsn",
+        "completed",
+        "truncation",
+        "min_active_dlsn",
+    )
+)
+_LOG_FIELDS: Final = frozenset(("format", "committed", "max_txid", "end_of_stream", "commits"))
+_TRUNCATIONS: Final = tuple(t.value for t in Truncation)
+_INT64: Final = (-(2**63), 2**63 - 1)
+
+
+class _Malformed(ValueError):
+    """A stored metadata value of the wrong type or range (turned into CorruptData)."""
+
+
+def _fields(value: object, what: str, names: frozenset[str]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Malformed(f"{what} is {type(value).__name__} {shown(value)}, not a JSON object")
+    if set(value) != names:
+        missing = sorted(names - set(value))
+        extra = sorted(set(value) - names)
+        raise _Malformed(f"{what} is missing {missing} or has unknown {shown(extra)} fields")
+    return value
+
+
+def _int(fields: dict[str, Any], name: str, *, low: int = _INT64[0], nullable: bool = False) -> Any:
+    value = fields[name]
+    if value is None and nullable:
+        return None
+    if type(value) is not int or not low <= value <= _INT64[1]:
+        raise _Malformed(f"field {name!r} must be an int in [{low}, 2**63-1], got {shown(value)}")
+    return value
+
+
+def _bool(fields: dict[str, Any], name: str) -> bool:
+    value = fields[name]
+    if type(value) is not bool:
+        raise _Malformed(f"field {name!r} must be true or false, got {shown(value)}")
+    return value
+
+
+def _dlsn(value: object, name: str) -> DLSN:
+    try:
+        return DLSN.from_json(value)
+    except InvalidDLSN as exc:
+        raise _Malformed(f"field {name!r}: {exc}") from None
 
 
 @final
@@ -141,28 +206,62 @@ class LogMetadata:
         }
 
     @classmethod
-    def from_json(
-        cls, log: dict[str, Any], segments: Iterable[dict[str, Any]], *, where: str
-    ) -> LogMetadata:
+    def from_json(cls, log: object, segments: Iterable[object], *, where: str) -> LogMetadata:
+        """Inverse of :meth:`log_json` and the segments' ``to_json``, checked field by field:
+        anything else raises :class:`CorruptData` naming ``where`` and the bad field."""
         try:
-            if log.get("format") != METADATA_FORMAT:
-                raise ValueError(f"metadata format {log.get('format')!r} != {METADATA_FORMAT}")
-            committed = log["committed"]
+            fields = _fields(log, "log metadata", _LOG_FIELDS)
+            if fields["format"] != METADATA_FORMAT:
+                raise _Malformed(
+                    f"metadata format {shown(fields['format'])} is not {METADATA_FORMAT}"
+                )
+            committed = fields["committed"]
+            if committed is not None:
+                if type(committed) is not list or len(committed) != 2:
+                    raise _Malformed(
+                        f"field 'committed' must be [segment, entry], got {shown(committed)}"
+                    )
+                pair = {"segment": committed[0], "entry": committed[1]}
+                committed = (_int(pair, "segment", low=0), _int(pair, "entry", low=0))
+            parsed = sorted((SegmentMetadata.from_json(s) for s in segments), key=_segment_key)
+            numbers = [segment.segment for segment in parsed]
+            if len(set(numbers)) != len(numbers):
+                raise _Malformed(f"segment numbers repeat: {shown(numbers)}")
+            if committed is not None and committed[0] not in numbers:
+                raise _Malformed(f"committed segment {committed[0]} has no metadata")
             return cls(
-                segments=tuple(
-                    sorted((SegmentMetadata.from_json(s) for s in segments), key=_segment_key)
-                ),
-                committed=None if committed is None else (committed[0], committed[1]),
-                max_txid=log["max_txid"],
-                end_of_stream=log["end_of_stream"],
-                commits=log["commits"],
+                segments=tuple(parsed),
+                committed=committed,
+                max_txid=_int(fields, "max_txid", nullable=True),
+                end_of_stream=_bool(fields, "end_of_stream"),
+                commits=_int(fields, "commits", low=0),
             )
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
+        except _Malformed as exc:
             raise CorruptData(
-                f"log metadata in {where} cannot be decoded ({type(exc).__name__}: {exc}); "
-                "the log was written by an incompatible version or damaged: restore it or "
-                "delete the log"
+                f"log metadata in {where} cannot be decoded ({exc}); the log was written by an "
+                "incompatible version or damaged: restore it or delete the log"
             ) from None
+
+    @classmethod
+    def decode(
+        cls, log: bytes, segments: Iterable[tuple[bytes, bytes]], *, where: str
+    ) -> LogMetadata:
+        """:meth:`from_json` of stored JSON bytes: the log's, and each segment's under its key
+        (``b"s"`` + the segment number as 8 bytes big-endian, which must match the value)."""
+        fix = "the log is damaged: restore it or delete the log"
+        parsed_log = parse_json(log, what=f"log metadata in {where}", fix=fix, error=CorruptData)
+        parsed = []
+        for key, value in segments:
+            what = f"segment metadata {shown(key)} in {where}"
+            segment = parse_json(value, what=what, fix=fix, error=CorruptData)
+            if (
+                len(key) != 9
+                or not isinstance(segment, dict)
+                or segment.get("segment") != int.from_bytes(key[1:], "big")
+            ):
+                raise CorruptData(f"{what} does not match its value {shown(segment)}; {fix}")
+            parsed.append(segment)
+        return cls.from_json(parsed_log, parsed, where=where)
 
 
 def _segment_key(segment: SegmentMetadata) -> int:

@@ -20,6 +20,11 @@ than ``_SPILL_BYTES`` pile up between commits: they are then written ahead, unsy
 and a new writer's recovery deletes them. A process crash therefore loses exactly the
 uncommitted records; a machine crash after an unsynced commit may lose that commit too,
 and readers never see past the last commit that survived.
+
+Each database is opened with LevelDB's integrity checks (paranoid checks, verified checksums on
+every read, the seal of a clean close: :mod:`harness._leveldb`) unless the namespace was opened
+with ``checks=False``; damage raises :class:`~harness.errors.CorruptData` naming the log and the
+directory, never different records.
 """
 
 from __future__ import annotations
@@ -35,10 +40,19 @@ from pathlib import Path
 from typing import IO, Any, Final
 from urllib.parse import quote, unquote
 
-from harness._leveldb import open_leveldb
+from harness._leveldb import (
+    VERIFY,
+    close_leveldb,
+    leveldb_error,
+    open_leveldb,
+    plyvel_error,
+    scan,
+)
+from harness._shown import shown
 from harness.errors import (
     ConfigError,
     CorruptData,
+    HarnessError,
     LogNotFound,
     OwnershipAcquireFailed,
     StoreLocked,
@@ -52,6 +66,7 @@ _META_KEY: Final = b"m"
 _SEGMENT_PREFIX: Final = b"s"
 _ENTRY_PREFIX: Final = b"e"
 _ENTRY_END: Final = b"f"
+_SEGMENT_END: Final = b"t"
 _U64: Final = struct.Struct(">Q")
 _ENTRY_KEY: Final = struct.Struct(">cQQ")
 _HEADER: Final = struct.Struct(">qqi")
@@ -108,16 +123,29 @@ def _segment_key(segment: int) -> bytes:
 class _SharedLog:
     """The one open LevelDB handle of a log in this process, shared by its storages."""
 
-    def __init__(self, name: str, directory: Path) -> None:
+    def __init__(self, name: str, directory: Path, *, checks: bool) -> None:
         self.name = name
         self.directory = directory
-        self.db = open_leveldb(directory / "db")
+        self.checks = checks
+        self.verify: dict[str, bool] = dict(VERIFY) if checks else {}
+        self.db = open_leveldb(directory / "db", checks=checks)
         self.references = 0
         self.deleted = False
         self.writer_file: IO[bytes] | None = None
         self.pending: list[tuple[bytes, bytes]] = []
         self.pending_bytes = 0
-        self.metadata = self._load_metadata()
+        try:
+            self.metadata = self._load_metadata()
+        except BaseException:
+            self.db.close()
+            raise
+
+    def failed(self, exc: BaseException, action: str) -> HarnessError:
+        """The typed error for plyvel's ``exc``, naming this log."""
+        return leveldb_error(exc, self.directory / "db", f"{action} of log {shown(self.name)}")
+
+    def close(self) -> None:
+        close_leveldb(self.db, self.directory / "db", checks=self.checks)
 
     def drop_pending(self) -> None:
         """Forget the transmitted entries not yet written with a commit."""
@@ -125,20 +153,20 @@ class _SharedLog:
         self.pending_bytes = 0
 
     def _load_metadata(self) -> LogMetadata:
-        raw = self.db.get(_META_KEY)
-        where = f"LevelDB log {self.name!r} at {str(self.directory)!r}"
-        if raw is None:
-            return LogMetadata()
+        where = f"LevelDB log {shown(self.name)} at {shown(str(self.directory))}"
         try:
-            log = json.loads(raw)
-            segments = [json.loads(value) for _, value in self.db.iterator(prefix=_SEGMENT_PREFIX)]
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise CorruptData(
-                f"{where}: metadata is not valid JSON ({exc}); restore the log or delete it"
-            ) from None
-        if not isinstance(log, dict) or not all(isinstance(s, dict) for s in segments):
-            raise CorruptData(f"{where}: metadata has the wrong shape; restore or delete the log")
-        return LogMetadata.from_json(log, segments, where=where)
+            raw = self.db.get(_META_KEY, **self.verify)
+            stored = scan(self.db, start=_SEGMENT_PREFIX, stop=_SEGMENT_END, checks=self.checks)
+        except plyvel_error() as exc:
+            raise self.failed(exc, "reading the metadata") from None
+        if raw is None:
+            if stored:
+                raise CorruptData(
+                    f"{where}: segment metadata without log metadata; the log is damaged: "
+                    "restore it or delete it"
+                )
+            return LogMetadata()
+        return LogMetadata.decode(raw, stored, where=where)
 
 
 _OPEN: dict[Path, _SharedLog] = {}
@@ -180,7 +208,10 @@ class LevelDBLogStorage:
         shared.pending.append((_entry_key(segment, entry), value))
         shared.pending_bytes += len(value)
         if shared.pending_bytes > _SPILL_BYTES:
-            self._write_pending(db.write_batch(sync=False)).write()
+            try:
+                self._write_pending(db.write_batch(sync=False)).write()
+            except plyvel_error() as exc:
+                raise shared.failed(exc, "writing entries") from None
 
     def _write_pending(self, batch: Any) -> Any:
         shared = self._shared
@@ -191,12 +222,16 @@ class LevelDBLogStorage:
 
     def commit(self, metadata: LogMetadata, *, changed: Sequence[int], sync: bool) -> None:
         db = self._db()
-        with self._write_pending(db.write_batch(sync=sync)) as batch:
-            for number in changed:
-                segment = metadata.segment(number)
-                if segment is not None:
-                    batch.put(_segment_key(number), json.dumps(segment.to_json()).encode())
-            batch.put(_META_KEY, json.dumps(metadata.log_json()).encode())
+        batch = self._write_pending(db.write_batch(sync=sync))
+        for number in changed:
+            segment = metadata.segment(number)
+            if segment is not None:
+                batch.put(_segment_key(number), json.dumps(segment.to_json()).encode())
+        batch.put(_META_KEY, json.dumps(metadata.log_json()).encode())
+        try:
+            batch.write()
+        except plyvel_error() as exc:
+            raise self._shared.failed(exc, "committing") from None
         self._shared.metadata = metadata
 
     def read_entries(
@@ -205,7 +240,12 @@ class LevelDBLogStorage:
         db = self._db()
         start = _entry_key(segment, first_entry)
         stop = _entry_key(segment, last_entry + 1)
-        for key, value in db.iterator(start=start, stop=stop):
+        # Read before yielding, so that a LevelDB error is raised here, where it is typed.
+        try:
+            stored = scan(db, start=start, stop=stop, checks=self._shared.checks)
+        except plyvel_error() as exc:
+            raise self._shared.failed(exc, f"reading segment {segment}") from None
+        for key, value in stored:
             _, _, entry = _ENTRY_KEY.unpack(key)
             yield entry, decode_entry(value, where=self._where(segment, entry))
 
@@ -214,15 +254,22 @@ class LevelDBLogStorage:
         self._shared.drop_pending()
         committed = self._shared.metadata.committed
         start = _ENTRY_PREFIX if committed is None else _entry_key(committed[0], committed[1] + 1)
-        with db.write_batch(sync=True) as batch:
-            for key in db.iterator(start=start, stop=_ENTRY_END, include_value=False):
-                batch.delete(key)
+        try:
+            with db.write_batch(sync=True) as batch:
+                for key, _ in scan(db, start=start, stop=_ENTRY_END, checks=self._shared.checks):
+                    batch.delete(key)
+        except plyvel_error() as exc:
+            raise self._shared.failed(exc, "discarding uncommitted entries") from None
 
     def purge_segment(self, segment: int) -> None:
         db = self._db()
-        with db.write_batch() as batch:
-            for key in db.iterator(prefix=_ENTRY_PREFIX + _U64.pack(segment), include_value=False):
-                batch.delete(key)
+        start, stop = _entry_key(segment, 0), _ENTRY_PREFIX + _U64.pack(segment + 1)
+        try:
+            with db.write_batch() as batch:
+                for key, _ in scan(db, start=start, stop=stop, checks=self._shared.checks):
+                    batch.delete(key)
+        except plyvel_error() as exc:
+            raise self._shared.failed(exc, f"purging segment {segment}") from None
 
     def acquire_writer(self) -> None:
         self._db()
@@ -261,29 +308,35 @@ class LevelDBLogStorage:
             shared.references -= 1
             if shared.references <= 0 and not shared.deleted:
                 _OPEN.pop(shared.directory, None)
-                shared.db.close()
+                shared.close()
 
 
 class LevelDBNamespaceStorage:
     """The logs under one directory, each in a LevelDB database of its own."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, checks: bool = True) -> None:
+        self.checks = checks
+        if "\0" in os.fspath(root):
+            raise ConfigError(
+                f"namespace path {shown(os.fspath(root))} contains NUL, which no file system "
+                "allows; pass a directory path without it"
+            )
         self.root = Path(root).absolute()
         self.description = f"distributedlog-leveldb://{self.root}"
-        if self.root.exists() and not self.root.is_dir():
-            raise ConfigError(
-                f"namespace path {str(self.root)!r} exists and is not a directory; "
-                "pass a directory (it is created if missing)"
-            )
         try:
+            if self.root.exists() and not self.root.is_dir():
+                raise ConfigError(
+                    f"namespace path {shown(str(self.root))} exists and is not a directory; "
+                    "pass a directory (it is created if missing)"
+                )
             (self.root / "logs").mkdir(parents=True, exist_ok=True)
             marker = self.root / "NAMESPACE"
             if not marker.exists():
                 marker.write_text('{"format": 1}\n')
         except OSError as exc:
             raise ConfigError(
-                f"cannot use {str(self.root)!r} as a namespace directory: {exc.strerror} "
-                f"({exc.filename}); pass a writable directory path"
+                f"cannot use {shown(str(self.root))} as a namespace directory: {exc.strerror}; "
+                "pass a writable directory path that the file system accepts"
             ) from None
 
     def _directory(self, name: str) -> Path:
@@ -303,12 +356,18 @@ class LevelDBNamespaceStorage:
 
     def create(self, name: str) -> None:
         directory = self._directory(name)
-        if (directory / "LOG").exists():
-            return
-        directory.mkdir(parents=True, exist_ok=True)
-        temporary = directory / "LOG.tmp"
-        temporary.write_text(json.dumps({"format": 1, "name": name}) + "\n")
-        os.replace(temporary, directory / "LOG")
+        try:
+            if (directory / "LOG").exists():
+                return
+            directory.mkdir(parents=True, exist_ok=True)
+            temporary = directory / "LOG.tmp"
+            temporary.write_text(json.dumps({"format": 1, "name": name}) + "\n")
+            os.replace(temporary, directory / "LOG")
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot create log {shown(name)} in {shown(self.description)}: "
+                f"{exc.strerror}; use a shorter namespace path or log name"
+            ) from None
 
     def delete(self, name: str) -> None:
         directory = self._directory(name)
@@ -334,7 +393,7 @@ class LevelDBNamespaceStorage:
             shared = _OPEN.get(directory)
             if shared is None:
                 try:
-                    shared = _SharedLog(name, directory)
+                    shared = _SharedLog(name, directory, checks=self.checks)
                 except StoreLocked as exc:
                     raise StoreLocked(
                         f"log {name!r} is open in another process (the LevelDB backend serves a "

@@ -1,0 +1,67 @@
+"""How every error message shows a value: its repr, cut short, never raising.
+
+One helper, so that a 100 MB bad value, a list nested ten thousand deep, an int of a million
+digits, a lone surrogate or an object whose ``__repr__`` raises all become a short, printable
+piece of a one-line message. :func:`describe_exception` does the same for an exception a
+processor (or a user's module) raised.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from typing import Final
+
+__all__ = ["SHOWN_CHARS", "describe_exception", "shown"]
+
+SHOWN_CHARS: Final = 200
+"""How many characters of a bad value an error message shows at most."""
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 4
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = SHOWN_CHARS
+_REPR.maxdict = _REPR.maxlist = _REPR.maxtuple = _REPR.maxset = 12
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)`` for an error message: at most about ``limit`` characters, never raising.
+
+    A long string or bytes value is cut before it is converted (a 100 MB value costs nothing)
+    and says how long it was; containers are shown a few items and levels deep; a value whose
+    ``repr`` raises is shown by its type. Lone surrogates come out escaped, so the message
+    can always be printed and encoded.
+    """
+    if isinstance(value, str | bytes | bytearray):
+        if len(value) <= limit:
+            return repr(value)
+        unit = "characters" if isinstance(value, str) else "bytes"
+        return f"{repr(value[:limit])[:limit]}... ({len(value):,} {unit})"
+    if isinstance(value, int) and value.bit_length() > limit * 3:
+        # repr() refuses ints of more than 4,300 digits; the size is what matters here
+        return f"<an int of about {int(value.bit_length() * 0.30103):,} digits>"
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # a broken __repr__ must not hide the real error
+        return f"<{type(value).__name__} object with a failing repr>"
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
+_MESSAGE_CHARS: Final = 1000
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``"TypeName: message"`` for any exception, never raising.
+
+    A ``__str__`` that raises is named instead of propagating; the message is cut to
+    1,000 characters; lone surrogates are escaped (``\\udc80``), so the text can be printed,
+    written as UTF-8 and embedded in a report.
+    """
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception as failure:  # whatever it raised, the crash is what to report
+        text = f"<its __str__ raised {type(failure).__name__}>"
+    if len(text) > _MESSAGE_CHARS:
+        text = f"{text[:_MESSAGE_CHARS]}... ({len(text):,} characters)"
+    if not text:
+        return name
+    return f"{name}: {text.encode('utf-8', 'backslashreplace').decode('utf-8')}"
