@@ -441,12 +441,8 @@ def _timeline_panel(facts: ReportFacts, history: History, win: Window) -> list[s
     stats = history_stats(history)
     lanes, merged = timeline_lanes(history, win, verdict, stats["kinds"])
     events = history.events
-    bad_lanes = {
-        lane.key
-        for lane in lanes
-        for event in lane.events
-        if event.index in anomalous_events(verdict.anomalies)
-    }
+    bad = anomalous_events(verdict.anomalies)
+    bad_lanes = {lane.key for lane in lanes for event in lane.events if event.index in bad}
     labels = "".join(
         f'<div class="lane-label{" has-anomaly" if lane.key in bad_lanes else ""}" '
         f'data-lane="{_e(lane.key)}" title="{_e(lane.note)}"><b>{_e(lane.name)}</b>'
