@@ -146,8 +146,8 @@ def measure(history: History, directory: Path, name: str) -> dict[str, object]:
     verdict_started = time.perf_counter()
     verdict = check(history, Guarantee.AT_LEAST_ONCE)
     checked = time.perf_counter() - verdict_started
-    facts = gather(verdict, history)
     started = time.perf_counter()
+    facts = gather(verdict, history)
     page = render_html(facts)
     rendered = time.perf_counter() - started
     text = render_text(facts)

@@ -35,8 +35,8 @@ from harness.report._facts import (
     as_facts,
     event_line,
     headline,
-    history_stats,
     is_related,
+    stats_of,
 )
 from harness.report._timeline import GLYPH, legend, overview, timeline
 from harness.report._timeline import lanes as timeline_lanes
@@ -438,7 +438,7 @@ def _facts_list(facts: ReportFacts) -> str:
 
 def _timeline_panel(facts: ReportFacts, history: History, win: Window) -> list[str]:
     verdict = facts.verdict
-    stats = history_stats(history)
+    stats = stats_of(facts) or {}
     lanes, merged = timeline_lanes(history, win, verdict, stats["kinds"])
     events = history.events
     bad = anomalous_events(verdict.anomalies)
