@@ -14,7 +14,8 @@ get), on a history of ``--baseline-events`` events (default 100,000; the uncappe
 
     PYTHONPATH=$PWD python bench/bench_report.py --events 10000000
 
-Prints one line per measurement; timings are wall-clock and noisy on a loaded machine.
+Prints one line per measurement; timings are wall-clock and noisy on a loaded machine. The
+Chromium figures include the browser's start-up, measured alone on a blank page first.
 """
 
 from __future__ import annotations
@@ -146,8 +147,8 @@ def measure(history: History, directory: Path, name: str) -> dict[str, object]:
     verdict_started = time.perf_counter()
     verdict = check(history, Guarantee.AT_LEAST_ONCE)
     checked = time.perf_counter() - verdict_started
-    facts = gather(verdict, history)
     started = time.perf_counter()
+    facts = gather(verdict, history)
     page = render_html(facts)
     rendered = time.perf_counter() - started
     text = render_text(facts)
@@ -175,6 +176,9 @@ def main() -> int:
         uncapped = functools.partial(window, full=sys.maxsize)
         with mock.patch.object(html_module, "window", uncapped):
             baseline = measure(small, directory, "baseline")
+        blank = directory / "blank.html"
+        blank.write_text('<!DOCTYPE html><html data-ready="true"><body>x</body></html>\n')
+        print(f"Chromium on a blank page (its start-up): {chromium_seconds(blank)} s", flush=True)
         print(f"baseline (uncapped) {baseline}", flush=True)
         capped_small = measure(small, directory, "capped-small")
         print(f"capped              {capped_small}", flush=True)

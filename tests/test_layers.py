@@ -8,8 +8,8 @@ checker never talk). Imports are read with :mod:`ast`, never executed, and every
 counts: module level, inside functions and under ``TYPE_CHECKING`` alike.
 
 Layers are given by module prefix, so modules other work adds inside a known package are
-placed without a change here; a new top-level package of ``harness`` lands on
-:data:`DEFAULT_RANK` until it is listed.
+placed without a change here; a new top-level package of ``harness`` lands among the engine's
+parts (:data:`DEFAULT_RANK`) until it is listed.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("errors", ("harness.errors",)),
+    ("helpers", ("harness._shown", "harness._json")),
     ("utilities", ("harness._closing", "harness._leveldb", "harness._budget", "harness._progress")),
-    ("storage, values and settings", ("harness.log", "harness.history", "harness.faults")),
+    ("storage and values", ("harness.log", "harness.history", "harness.faults")),
     ("settings", ("harness.search.profiles",)),
     ("offset stores", ("harness.offsets",)),
     ("simulator | checker", ("harness.sim", "harness.check")),
@@ -41,12 +42,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 """Lowest first. ``harness`` alone is the package's ``__init__`` (the public surface)."""
 
-SIDEWAYS = frozenset({"catalogue, public surface, Spark, Kafka doubles", "front doors"})
+SIDEWAYS = frozenset(
+    {"engine parts", "catalogue, public surface, Spark, Kafka doubles", "front doors"}
+)
 """Layers whose packages may import each other (``__main__`` runs the CLI; the public
-surface re-exports the catalogue). On every other layer the packages are independent."""
+surface re-exports the catalogue; the engine's parts serve each other). On every other layer
+the packages are independent."""
 
-DEFAULT_RANK = 9
-"""Where an unlisted ``harness.X`` package goes: above the engine, below the scenarios."""
+DEFAULT_RANK = 7
+"""Where an unlisted ``harness.X`` package goes: among the engine's parts, just below the
+engine (what the engine, the catalogue and the front doors may use, and nothing beneath may).
+List a new package where it belongs once it lands."""
 
 KNOWN: frozenset[tuple[str, str]] = frozenset({("scenarios", "harness.cli")})
 """Edges that break the layers today and are being removed (issue 17: the scenarios drop
@@ -129,7 +135,7 @@ def back_edges(module: str, source: str, is_package: bool) -> list[str]:
         if (line, other_prefix) in seen:
             continue
         seen.add((line, other_prefix))
-        if other_rank > rank or (other_rank == rank and name not in SIDEWAYS):
+        if other_rank > rank or (other_rank == rank and LAYERS[rank][0] not in SIDEWAYS):
             problems.append(
                 f"{module}:{line} imports {target}: {name} ({prefix}) must not import from "
                 f"{other_name} ({other_prefix})"
@@ -176,14 +182,23 @@ def test_every_package_of_the_tree_is_placed_on_a_layer() -> None:
         ("harness.offsets.memory", "from ..sim import simulator", "harness.sim.simulator"),
         ("harness.runner", "from harness.kafka import consumer", "harness.kafka"),
         ("harness.runner", "import harness.spark.checker", "harness.spark.checker"),
-        ("harness.matrix", "from harness.pytest_plugin import Explorer", "harness.pytest_plugin"),
+        (
+            "harness.catalogue.matrix",
+            "from harness.pytest_plugin import Explorer",
+            "harness.pytest_plugin",
+        ),
         ("scenarios.alpakka_batches", "from harness.cli import main", None),
-        ("harness.toys", "from harness import cli", "harness.cli"),
+        ("harness.search.systematic", "from harness import cli", "harness.cli"),
+        # a package not listed yet counts as an engine part
+        ("harness.sim.world", "from harness.newpart import x", "harness.newpart"),
+        ("harness.newpart.x", "from harness.runner import explore", "harness.runner"),
+        ("harness.runner", "from harness.newpart import x", None),
+        ("harness.search.systematic", "from harness.newpart.y import x", None),
     ],
 )
 def test_a_back_edge_is_caught(module: str, source: str, offender: str | None) -> None:
     found = back_edges(module, source, is_package=False)
-    if offender is None:  # a known edge being removed (see KNOWN)
+    if offender is None:  # allowed: a known edge being removed (see KNOWN), or downwards
         assert found == []
     else:
         assert len(found) == 1 and f" imports {offender}: " in found[0], found

@@ -6,8 +6,10 @@ verdict in its own way, so the three formats always agree.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Final, final
 
 from harness.check.verdict import Anomaly, Status, Verdict
@@ -27,6 +29,7 @@ __all__ = [
     "gather",
     "headline",
     "history_stats",
+    "stats_of",
     "is_related",
 ]
 
@@ -50,6 +53,8 @@ class ReportFacts:
     run_id: str | None
     title: str
     processor_errors: tuple[ProcessorError, ...] = ()
+    stats: Mapping[str, Any] | None = None
+    """:func:`history_stats` of the history (None without one), read once for every format."""
 
 
 def _check_type(name: str, value: object, kind: type | tuple[type, ...], what: str) -> None:
@@ -141,6 +146,7 @@ def gather(
         run_id=None if history is None else history.meta.run_id,
         title=title if title is not None else given.get("processor") or "unnamed processor",
         processor_errors=given.get("processor_errors", ()),
+        stats=None if history is None else history_stats(history),
     )
 
 
@@ -284,25 +290,35 @@ def anomalous_table_keys(
 
 
 def history_stats(history: History) -> dict[str, Any]:
-    """Summary numbers of a history (the ``history.stats`` object of the JSON report)."""
-    kinds = dict.fromkeys((kind.value for kind in EventKind), 0)
-    processes: list[int] = []
-    drain: int | None = None
-    end: str | None = None
-    for event in history.events:
-        kinds[event.kind.value] += 1
-        if event.process is not None and event.process not in processes:
-            processes.append(event.process)
-        if event.kind is EventKind.DRAIN and drain is None:
-            drain = event.index
-        if event.kind is EventKind.END:
-            end = event.detail
+    """Summary numbers of a history (the ``history.stats`` object of the JSON report).
+
+    Read at C speed where it can be (a history may hold millions of events): the kinds are
+    counted by identity, the processes collected in a set.
+    """
+    events = history.events
+    kinds_seen = list(map(_KIND_OF, events))
+    by_identity = Counter(map(id, kinds_seen))
+    kinds = {kind.value: by_identity.get(id(kind), 0) for kind in EventKind}
+    processes = {p for p in map(_PROCESS_OF, events) if p is not None}
+    drain = kinds_seen.index(EventKind.DRAIN) if kinds[EventKind.DRAIN.value] else None
+    end = next((e.detail for e in reversed(events) if e.kind is EventKind.END), None)
     return {
-        "events": len(history.events),
+        "events": len(events),
         "processes": sorted(processes),
         "partitions": list(history.meta.partitions),
         "sinks": sorted(history.meta.sinks),
         "kinds": kinds,
-        "drain_index": drain,
+        "drain_index": None if drain is None else events[drain].index,
         "end": end,
     }
+
+
+def stats_of(facts: ReportFacts) -> Mapping[str, Any] | None:
+    """The history's summary numbers: gathered ones, or read now for facts built by hand."""
+    if facts.stats is not None or facts.history is None:
+        return facts.stats
+    return history_stats(facts.history)
+
+
+_KIND_OF: Final = attrgetter("kind")
+_PROCESS_OF: Final = attrgetter("process")

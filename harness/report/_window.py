@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Final, final
 
 from harness.history.events import EventKind, History
@@ -116,17 +117,12 @@ def window(
         skeleton = sum(1 for e in events if e.kind in SKELETON_KINDS)
         return Window(total, tuple(range(total)), False, skeleton, skeleton, radius)
     witnesses = sorted({i for i in pointed if 0 <= i < total})
-    lifecycle: list[int] = []
-    faults: set[int] = set()
-    starts: set[int] = set()
-    for event in events:
-        if event.kind in SKELETON_KINDS:
-            lifecycle.append(event.index)
-            column = event.index * OVERVIEW_BINS // total
-            if event.kind in _FAULT_KINDS:
-                faults.add(column)
-            elif event.kind is _K.START:
-                starts.add(column)
+    # by identity of the kind: a history may hold millions of events (events[i].index == i)
+    skeleton_ids = {id(kind) for kind in SKELETON_KINDS}
+    kinds = map(id, map(attrgetter("kind"), events))
+    lifecycle = [i for i, kind in enumerate(kinds) if kind in skeleton_ids]
+    faults = {i * OVERVIEW_BINS // total for i in lifecycle if events[i].kind in _FAULT_KINDS}
+    starts = {i * OVERVIEW_BINS // total for i in lifecycle if events[i].kind is _K.START}
     while radius > 0 and len(witnesses) * (2 * radius + 1) > max_shown // 2:
         radius //= 2
     near = _near(witnesses, radius, total)

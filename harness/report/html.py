@@ -35,8 +35,8 @@ from harness.report._facts import (
     as_facts,
     event_line,
     headline,
-    history_stats,
     is_related,
+    stats_of,
 )
 from harness.report._timeline import GLYPH, legend, overview, timeline
 from harness.report._timeline import lanes as timeline_lanes
@@ -438,15 +438,11 @@ def _facts_list(facts: ReportFacts) -> str:
 
 def _timeline_panel(facts: ReportFacts, history: History, win: Window) -> list[str]:
     verdict = facts.verdict
-    stats = history_stats(history)
+    stats = stats_of(facts) or {}
     lanes, merged = timeline_lanes(history, win, verdict, stats["kinds"])
     events = history.events
-    bad_lanes = {
-        lane.key
-        for lane in lanes
-        for event in lane.events
-        if event.index in anomalous_events(verdict.anomalies)
-    }
+    bad = anomalous_events(verdict.anomalies)
+    bad_lanes = {lane.key for lane in lanes for event in lane.events if event.index in bad}
     labels = "".join(
         f'<div class="lane-label{" has-anomaly" if lane.key in bad_lanes else ""}" '
         f'data-lane="{_e(lane.key)}" title="{_e(lane.note)}"><b>{_e(lane.name)}</b>'

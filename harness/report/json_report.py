@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.check.verdict import Status, Verdict
 from harness.errors import ConfigError
-from harness.report._facts import ReportFacts, anomalous_events, as_facts, history_stats
+from harness.report._facts import ReportFacts, anomalous_events, as_facts, stats_of
 from harness.report.schema import OUTPUT_FIELDS, OUTPUT_VERSION, REPORT_VERSION
 from harness.report.subject import Reported
 
@@ -23,7 +23,7 @@ def _history_json(facts: ReportFacts, include_events: bool) -> dict[str, Any] | 
     pointed = anomalous_events(verdict.anomalies) | anomalous_events(verdict.tolerated)
     return {
         "meta": history.meta.to_json(),
-        "stats": history_stats(history),
+        "stats": stats_of(facts),
         "witness_events": [
             history.events[i].to_row() for i in sorted(pointed) if 0 <= i < len(history.events)
         ],

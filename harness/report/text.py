@@ -14,7 +14,7 @@ from harness.check.verdict import Anomaly, Status, Verdict
 from harness.errors import ConfigError
 from harness.faults.schedule import Schedule
 from harness.history.events import History
-from harness.report._facts import ReportFacts, as_facts, event_line, headline, history_stats
+from harness.report._facts import ReportFacts, as_facts, event_line, headline, stats_of
 from harness.report.subject import Reported
 
 __all__ = ["SCHEDULE_STEPS", "WITNESS_EVENTS", "render_text"]
@@ -133,8 +133,8 @@ def _render(facts: ReportFacts, paint: _Paint) -> str:
     if verdict.stats:
         stats = " ".join(f"{_ascii(name)}={value}" for name, value in verdict.stats.items())
         lines.append(f"stats: {stats}")
-    if facts.history is not None:
-        summary = history_stats(facts.history)
+    summary = stats_of(facts)
+    if summary is not None:
         processes = _few(summary["processes"])
         ended = "no end event" if summary["end"] is None else f"ended {summary['end']}"
         lines.append(
