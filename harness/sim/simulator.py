@@ -69,7 +69,9 @@ class Instance:
         "number",
         "picks",
         "readers",
+        "shutdown",
         "state",
+        "stopping",
         "timer_greenlets",
         "timers",
         "txn",
@@ -92,6 +94,10 @@ class Instance:
         self.greenlet: greenlet.greenlet | None = None
         self.txn: int | None = None
         """The id of this instance's open transaction, if any."""
+        self.shutdown: type[BaseException] | None = None
+        """Raised where the instance waits when a settled run shuts it down (``None``: it is
+        released like a crashed one); see :meth:`Context.on_shutdown`."""
+        self.stopping = False
 
 
 class Simulator:
@@ -132,8 +138,9 @@ class Simulator:
 
     def block(self, inst: Instance) -> None:
         """The instance waits for input: hand control back until the next run step."""
-        if greenlet.getcurrent() is not inst.greenlet:
-            # a timer callback that would block: it is abandoned (periodic work never waits)
+        if greenlet.getcurrent() is not inst.greenlet or inst.stopping:
+            # a timer callback that would block: it is abandoned (periodic work never waits);
+            # so is an instance that would wait again while it shuts down
             raise InstanceCrashed
         inst.state = _BLOCKED
         assert self._main is not None
@@ -226,6 +233,29 @@ class Simulator:
                     pass
                 except InstanceCrashed:
                     pass
+
+    def _shutdown(self, inst: Instance) -> None:
+        """End a settled run the way a shutdown would: raise ``inst.shutdown`` where the
+        instance waits, and let it finish (its ``finally`` blocks, a client's ``close()``)
+        without faults. An instance that waits again, or runs out of calls, is abandoned."""
+        g = inst.greenlet
+        if inst.shutdown is None or inst.state != _BLOCKED or inst.dead or g is None:
+            return
+        inst.stopping = True
+        inst.budget = DRAIN_CALL_LIMIT
+        try:
+            g.throw(inst.shutdown)
+        except InstanceCrashed:
+            pass
+        except ConfigError:
+            self._release(inst)
+            raise
+        except Exception as exc:
+            self._died(inst, exc)
+        except inst.shutdown:
+            pass
+        if g.dead:
+            inst.state = _DONE
 
     def _crash(self, inst: Instance, machine: bool, keep: int) -> None:
         self._release(inst)
@@ -354,6 +384,8 @@ class Simulator:
         for step in schedule.steps:
             self._step(step)
         outcome = self._drain() if schedule.drain else "incomplete: the schedule has no drain"
+        if outcome == "complete" and self.active is not None:
+            self._shutdown(self.active)
         for inst in [*self.zombies, *([self.active] if self.active else [])]:
             self._release(inst)
         self.zombies.clear()
