@@ -21,6 +21,7 @@ from scenarios import (
     dlog_exactly_once_transformer,
     dlog_reader_offsets,
     gearpump_persistent_count,
+    kafka_clients,
     kafka_streams_exactly_once,
 )
 
@@ -42,4 +43,6 @@ SCENARIOS: Mapping[str, Scenario] = MappingProxyType(
             kafka_streams_exactly_once,
         )
     }
+    # issue 14: Kafka client applications, unchanged (harness.kafka)
+    | {scenario.name: scenario for scenario in kafka_clients.SCENARIOS}
 )

@@ -25,7 +25,10 @@ from harness.matrix import Scenario, Variant, render_table, run_variant
 from harness.profiles import PROFILES
 from harness.runner import CounterexampleFound, explore, run_once
 from harness.strategies.schedules import Fault
-from scenarios import SCENARIOS
+from scenarios import SCENARIOS as CATALOGUE
+
+# the Kafka client scenarios (issue 14) run unchanged client code: tests/test_kafka.py
+SCENARIOS = {n: s for n, s in CATALOGUE.items() if not n.startswith("kafka-client-")}
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = Path("/work/shared/seeds")
@@ -206,7 +209,7 @@ def test_run_command_prints_the_matrix_and_exit_codes(tmp_path: Path) -> None:
         check=True,
     )
     data = json.loads(listed.stdout)
-    assert [s["scenario"] for s in data] == list(SCENARIOS)
+    assert [s["scenario"] for s in data] == list(CATALOGUE)
 
     unknown = subprocess.run(
         [sys.executable, "-m", "harness", "run", "no-such-scenario"],
