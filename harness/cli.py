@@ -121,6 +121,9 @@ def _parser() -> argparse.ArgumentParser:
         add_help=False,
         help="check history Parquet with Spark, locally or on a cluster (--help for options)",
     )
+    commands.add_parser(
+        "kafka", add_help=False, help="explore an unchanged Kafka client app (--help for options)"
+    )
     listing = commands.add_parser("list", help="list the scenarios and their variants")
     listing.add_argument("--json", action="store_true", help="print JSON")
 
@@ -513,6 +516,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except HarnessError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_UNKNOWN
+    if argv[:1] == ["kafka"]:  # issue 14: harness.kafka.command, imported only when asked
+        return int(importlib.import_module("harness.kafka.command").main(argv[1:]))
     parser = _parser()
     try:
         args = parser.parse_args(argv)

@@ -15,6 +15,8 @@ from harness.errors import ConfigError
 from harness.history.events import EventKind
 from harness.kafka import Effect, KafkaApp, NotModelled, Produced, default_lineage
 
+pytest_plugins = ["pytester"]
+
 HERE = Path(__file__).parent
 MISC = str(HERE / "kafka_apps" / "misc.py")
 SCRIPT = str(HERE / "kafka_apps" / "script.py")
@@ -315,3 +317,49 @@ def test_explore_finds_the_bug(app: KafkaApp, faults: list[str]) -> None:
         )
     assert {a.kind for a in found.value.failure.verdict.anomalies} & variant.expected
     assert found.value.failure.verdict.status is Status.INVALID
+
+
+def test_the_pytest_fixture_runs_a_script_and_reports_lineage(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_app=f"""
+        import pytest
+
+        def test_script(harness_kafka):
+            harness_kafka({SCRIPT!r}, guarantee="at-least-once", inputs=["in"], outputs=["out"],
+                          argv=["-b", "x", "-t", "in", "-o", "out"], max_examples=30)
+
+        def test_buggy(harness_kafka):
+            harness_kafka({MISC + ":counts_only"!r}, guarantee="at-least-once",
+                          inputs=["orders"], outputs=["receipts"], max_examples=30)
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*unexpected*", "*lineage: default*"])
+
+
+def test_the_cli_command_explores_a_script(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "harness", "kafka", MISC + ":counts_only"]
+    options = ["--guarantee", "at-least-once", "--input", "orders", "--output", "receipts"]
+    found = subprocess.run(
+        [*command, *options, "--max-examples", "30", "--failures-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert found.returncode == 1, found.stderr
+    assert found.stdout.startswith("lineage: default")
+    assert "unexpected" in found.stdout
+    replay = found.stdout.splitlines()[-1]
+    assert replay.startswith("replay: python -m harness kafka ") and "--replay" in replay
+    again = subprocess.run(
+        [*command, *options, "--replay", replay.split("--replay ")[1].split()[0]],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert again.returncode == 1 and "unexpected" in again.stdout
+    usage = subprocess.run(
+        [*command, "--input", "orders", "--output", "receipts"], capture_output=True, text=True
+    )
+    assert usage.returncode == 2 and "--guarantee" in usage.stderr
