@@ -70,6 +70,12 @@ def test_a_bad_value_is_an_error_naming_it() -> None:
         harness.run_once(app, Schedule([Run(calls=5)]), "at-least-once", topology=app.topology)
 
 
+def test_kafka_python_rejects_an_unknown_config_key() -> None:
+    app = _app("kafka_python_misspelt")
+    with pytest.raises(ConfigError, match=r"Unrecognized configs: \{'enable_auto_comit'\}"):
+        harness.run_once(app, Schedule([Run(calls=5)]), "at-least-once", topology=app.topology)
+
+
 def test_an_unmodelled_call_raises_naming_it() -> None:
     app = _app("list_topics")
     with pytest.raises(NotModelled, match=r"Consumer.list_topics\(\) is not modelled"):

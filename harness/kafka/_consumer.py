@@ -274,7 +274,7 @@ class Consumer:
         if kwargs:
             raise TypeError(f"commit() got unexpected keyword arguments {sorted(kwargs)}")
         self._enter("commit")
-        group = self._group("commit")
+        self._group("commit")
         self._land_async()
         if message is None and offsets is None:
             due = {n: o for n, o in self._stored.items() if self._owns(n)}
@@ -289,7 +289,6 @@ class Consumer:
             self._async.append((due, True))
             self._rt.background.append(self._land_async)
             return None
-        del group
         self._apply(due, queue_callback=False)
         result = []
         for name, off in due.items():

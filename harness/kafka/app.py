@@ -282,7 +282,12 @@ class KafkaApp:
             pass
         except SystemExit as exc:
             if exc.code not in (None, 0):
-                raise RuntimeError(f"the application exited with status {exc.code!r}") from None
+                said = sys.stderr.getvalue() if isinstance(sys.stderr, io.StringIO) else ""
+                last = said.strip().splitlines()[-1:] or [""]
+                raise RuntimeError(
+                    f"the application exited with status {exc.code!r}"
+                    + (f" ({last[0][:200]})" if last[0] else "")
+                ) from None
         finally:
             if target.module != "__main__":
                 if previous is None:

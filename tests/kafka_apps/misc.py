@@ -81,3 +81,9 @@ def eof_then_exit() -> None:
         producer.flush()
         consumer.commit(msg, asynchronous=False)
     consumer.close()
+
+
+def kafka_python_misspelt() -> None:
+    from kafka import KafkaConsumer
+
+    KafkaConsumer("orders", group_id="g", enable_auto_comit=False)
