@@ -917,6 +917,14 @@ def harness_world(
         world.close()
 
 
+@pytest.fixture
+def harness_kafka(harness_explore: Explorer) -> Any:
+    """Explore an unchanged Kafka client app: ``harness.kafka.pytest_support`` (lazy)."""
+    from harness.kafka.pytest_support import KafkaExplorer
+
+    return KafkaExplorer(harness_explore)
+
+
 @pytest.fixture(scope="session")
 def harness_spark() -> Iterator[Any]:
     """One local SparkSession per test process, so one per xdist worker; skipped without

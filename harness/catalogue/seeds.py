@@ -27,16 +27,19 @@ SCENARIO_MODULES: Final = (
     "alpakka_conditional",
     "alpakka_excluding_messages",
     "kafka_streams_exactly_once",
+    "kafka_clients",
 )
-"""The modules of ``harness.scenarios`` that define a ``SCENARIO``."""
+"""The modules of ``harness.scenarios`` that define a ``SCENARIO`` (or several, as the tuple
+``SCENARIOS``)."""
 
 
 def _load() -> Mapping[str, Scenario]:
     found: dict[str, Scenario] = {}
     for name in SCENARIO_MODULES:
-        scenario = importlib.import_module(f"harness.scenarios.{name}").SCENARIO
-        assert isinstance(scenario, Scenario), name
-        found[scenario.name] = scenario
+        module = importlib.import_module(f"harness.scenarios.{name}")
+        for scenario in getattr(module, "SCENARIOS", None) or (module.SCENARIO,):
+            assert isinstance(scenario, Scenario), name
+            found[scenario.name] = scenario
     return MappingProxyType(found)
 
 

@@ -34,6 +34,9 @@ class Command:
     module: str
     """Importable module with ``add_arguments(parser)`` and ``main(args) -> int``."""
     help: str
+    raw: bool = False
+    """True: the module parses its own arguments, ``main(argv) -> int`` gets the words after
+    the command's name (for a command that passes arguments on to a program it runs)."""
 
 
 COMMANDS: Final = (
@@ -63,6 +66,12 @@ COMMANDS: Final = (
         "check-spark",
         "harness.cli.check_spark",
         "check history Parquet with Spark, locally or on a cluster",
+    ),
+    Command(
+        "kafka",
+        "harness.kafka.command",
+        "explore an unchanged Kafka client app (confluent-kafka, kafka-python) under faults",
+        raw=True,
     ),
     # A new command is one more row here and one module with add_arguments/main.
 )
@@ -112,6 +121,8 @@ def build_parser(selected: Command | None = None) -> argparse.ArgumentParser:
 
 def _run(argv: list[str]) -> int:
     selected = next((c for c in COMMANDS if argv[:1] == [c.name]), None)
+    if selected is not None and selected.raw:
+        return int(_load(selected).main(argv[1:]))
     parser = build_parser(selected)
     try:
         args = parser.parse_args(argv)

@@ -444,6 +444,14 @@ class Context:
         self._enter("claim")
         self._sim.world.owner_epoch = self._inst.number
 
+    def on_shutdown(self, exception: type[BaseException]) -> None:
+        """Ask to be shut down, not released, when a settled run ends while this instance
+        waits for input: ``exception`` is raised at the point where it waits, and the
+        instance runs on, without faults, until it returns (its ``finally`` blocks run, as
+        on SIGTERM); ``exception`` escaping the instance is a normal end. A crash still
+        gives no such chance. Used by loops that never return (``while True: poll()``)."""
+        self._inst.shutdown = exception
+
     def on_timer(self, callback: Callable[[], Any]) -> None:
         """Run ``callback`` whenever the schedule fires this instance's timers (``Tick``)."""
         self._inst.timers.append(callback)

@@ -114,7 +114,9 @@ class Instance:
         "readers",
         "refusals",
         "released",
+        "shutdown",
         "state",
+        "stopping",
         "timer_greenlets",
         "timers",
         "txn",
@@ -141,6 +143,10 @@ class Instance:
         self.greenlet: greenlet.greenlet | None = None
         self.txn: int | None = None
         """The id of this instance's open transaction, if any."""
+        self.shutdown: type[BaseException] | None = None
+        """Raised where the instance waits when a settled run shuts it down (``None``: it is
+        released like a crashed one); see :meth:`Context.on_shutdown`."""
+        self.stopping = False
 
 
 class Simulator:
@@ -227,8 +233,9 @@ class Simulator:
 
     def block(self, inst: Instance) -> None:
         """The instance waits for input: hand control back until the next run step."""
-        if greenlet.getcurrent() is not inst.greenlet:
-            # a timer callback that would block: it is abandoned (periodic work never waits)
+        if greenlet.getcurrent() is not inst.greenlet or inst.stopping:
+            # a timer callback that would block: it is abandoned (periodic work never waits);
+            # so is an instance that would wait again while it shuts down
             raise InstanceCrashed
         inst.state = _BLOCKED
         self._main.switch()
@@ -364,6 +371,30 @@ class Simulator:
                 f"{TIME_RAN_OUT} while a crashed instance ran its cleanup code "
                 "(does it swallow its crash?)"
             )
+
+    def _shutdown(self, inst: Instance) -> None:
+        """End a settled run the way a shutdown would: raise ``inst.shutdown`` where the
+        instance waits, and let it finish (its ``finally`` blocks, a client's ``close()``)
+        without faults. An instance that waits again, or runs out of calls, is abandoned."""
+        g = inst.greenlet
+        if inst.shutdown is None or inst.state != _BLOCKED or inst.dead or g is None:
+            return
+        inst.stopping = True
+        inst.budget = DRAIN_CALL_LIMIT
+        try:
+            g.throw(inst.shutdown)
+        except InstanceCrashed:
+            pass
+        except ConfigError:
+            self._release(inst)
+            raise
+        except Exception as exc:
+            self._died(inst, exc)
+        except inst.shutdown:
+            pass
+        self._stopped(inst, g)
+        if g.dead:
+            inst.state = _DONE
 
     def _crash(self, inst: Instance, machine: bool, keep: int) -> None:
         self._release(inst)
@@ -526,6 +557,8 @@ class Simulator:
         if self._stopping():
             return self.halted or ""
         outcome = self._drain() if schedule.drain else "incomplete: the schedule has no drain"
+        if outcome == "complete" and self.halted is None and self.active is not None:
+            self._shutdown(self.active)  # a loop that never returns ends as on a shutdown
         return self.halted or outcome
 
     def _refuse_up_front(self, schedule: Schedule) -> None:

@@ -1,0 +1,428 @@
+"""The simulated cluster behind the client doubles: topics over the reference log, group
+offsets in the offset store, the transaction coordinator, and the per-instance runtime.
+
+One :class:`Broker` per simulated world (it outlives processor instances, as a cluster
+outlives its clients): input topic partition ``p`` of the ``i``-th input topic is the world's
+input log ``in-<i * partitions + p>``, Kafka offset = the record's position (its sequence
+number); a checked output topic is the log sink of the same name. The consumer group's
+offsets live in the offset store: the *checked* group's under the partition's name (so the
+history's ``fetch``/``commit`` events and the checker see them), any other group's in the
+store's state key space. Every method that touches the world is called by a double right
+after its fault point (:meth:`Runtime.enter`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import greenlet
+
+from harness.history.events import EventKind
+from harness.kafka._errors import NotModelled, OutsideRun
+from harness.kafka.lineage import Effect, Lineage, Produced, attribute
+from harness.log.dlsn import DLSN
+from harness.log.reader import LogReader
+from harness.log.record import LogRecord
+from harness.log.writer import LogWriter
+from harness.sim.records import decode_input, encode_output
+
+if TYPE_CHECKING:
+    from harness.sim.context import Context
+    from harness.sim.simulator import Instance, Simulator
+    from harness.sim.world import World
+
+__all__ = ["Broker", "Cursor", "InputRecord", "Output", "Runtime", "Wiring", "current"]
+
+Encoder = Callable[[str, str, int], tuple[bytes | None, bytes | None]]
+
+
+def json_values(record_id: str, key: str, value: int) -> tuple[bytes | None, bytes | None]:
+    """The default input encoding: key ``k<n>``, value ``{"id":"r<n>","key":..,"value":..}``."""
+    body = json.dumps({"id": record_id, "key": key, "value": value}, separators=(",", ":"))
+    return key.encode(), body.encode()
+
+
+def text_values(record_id: str, key: str, value: int) -> tuple[bytes | None, bytes | None]:
+    """Plain-text input values: ``r<n> k<m> <value>``."""
+    return key.encode(), f"{record_id} {key} {value}".encode()
+
+
+@dataclass(frozen=True, slots=True)
+class Wiring:
+    """Which topics exist, how inputs look and how outputs are attributed."""
+
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    unchecked: tuple[str, ...] = ()
+    partitions: int = 1
+    """Partitions per input topic."""
+    group: str | None = None
+    """The consumer group whose offsets are checked (None: the first one used)."""
+    lineage: Lineage | None = None
+    encode: Encoder = json_values
+
+
+@dataclass(slots=True)
+class Cursor:
+    """A consumer's read position in one partition (instance memory)."""
+
+    name: str
+    topic: str
+    partition: int
+    position: int | None = None
+    """The next offset to fetch; None until resolved (committed offset or reset)."""
+    reader: LogReader | None = None
+    reader_pos: int = -1
+    paused: bool = False
+    eof_at: int = -1
+    """The position at which the end of the partition was last reported."""
+
+
+@dataclass(frozen=True, slots=True)
+class InputRecord:
+    topic: str
+    partition: int
+    offset: int
+    record_id: str
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+
+
+@dataclass(slots=True)
+class Output:
+    """A produced message on its way to a topic (instance memory until delivered)."""
+
+    produced: Produced
+    partition: int
+    payloads: list[bytes] = field(default_factory=list)
+    """One encoded output per effect (empty for an unchecked topic)."""
+    delivered: bool = False
+    offset: int = -1
+    opaque: Any = None
+
+
+_BROKER_ATTRIBUTE: Final = "_harness_kafka_broker"
+_RUNTIMES: dict[greenlet.greenlet, Runtime] = {}
+BASE_TIMESTAMP: Final = 1_700_000_000_000
+
+
+def current(call: str) -> Runtime:
+    """The runtime of the instance running now; :class:`OutsideRun` outside a harness run."""
+    rt = _RUNTIMES.get(greenlet.getcurrent())
+    if rt is None:
+        raise OutsideRun(
+            f"{call} was called outside a harness run: these are the harness's in-process "
+            "doubles of the Kafka clients, usable only in code the harness runs (python -m "
+            "harness kafka, harness.kafka.KafkaApp)"
+        )
+    return rt
+
+
+class Runtime:
+    """One processor instance's link to the simulator and the broker."""
+
+    __slots__ = (
+        "background",
+        "broker",
+        "ctx",
+        "inst",
+        "shutdown_handler",
+        "sim",
+        "stopping",
+        "world",
+    )
+
+    def __init__(self, ctx: Context, broker: Broker) -> None:
+        self.ctx = ctx
+        self.sim: Simulator = ctx._sim
+        self.inst: Instance = ctx._inst
+        self.world: World = ctx._sim.world
+        self.broker = broker
+        self.stopping = False
+        self.background: list[Callable[[], None]] = []
+        """Work the clients' background threads finish before the application's next call
+        (asynchronous commits that were sent): run at the next fault point survived."""
+        self.shutdown_handler: Callable[[], bool] | None = None
+        """Called when a parked client is shut down; True when the application's own
+        signal handler ran (the call then returns empty instead of raising)."""
+
+    def register(self) -> None:
+        _RUNTIMES[greenlet.getcurrent()] = self
+
+    def unregister(self) -> None:
+        _RUNTIMES.pop(greenlet.getcurrent(), None)
+
+    def enter(self, point: str | None = None) -> None:
+        """A fault point: the client is about to call the cluster (``point`` names the call
+        for reports; default: the client method that calls this)."""
+        self.sim.enter(self.inst, point or f"kafka.{sys._getframe(1).f_code.co_name}")
+        if self.background:
+            work, self.background = self.background, []
+            for job in work:
+                job()
+
+    def choose(self, options: int) -> int:
+        return self.sim.choose(self.inst, options) if options > 1 else 0
+
+    def park(self) -> None:
+        """Wait for input; the simulator resumes the instance on the next run step."""
+        self.sim.block(self.inst)
+
+    @property
+    def process(self) -> int:
+        return self.inst.number
+
+
+class Broker:
+    """The cluster of one simulated run (see the module docstring)."""
+
+    def __init__(self, world: World, wiring: Wiring) -> None:
+        self.world = world
+        self.wiring = wiring
+        self.names: dict[tuple[str, int], str] = {}
+        for i, topic in enumerate(wiring.inputs):
+            for p in range(wiring.partitions):
+                self.names[(topic, p)] = world.partitions[i * wiring.partitions + p]
+        self.group = wiring.group
+        self.txn_epoch: dict[str, int] = {}
+        self.txn_owner: dict[str, Any] = {}
+        self._writers: dict[str, LogWriter] = {}
+        self._offsets: dict[str, int] = dict.fromkeys(wiring.outputs + wiring.unchecked, 0)
+
+    @classmethod
+    def of(cls, world: World, wiring: Wiring) -> Broker:
+        # kept on the world itself: the broker lives and dies with its run
+        broker: Broker | None = getattr(world, _BROKER_ATTRIBUTE, None)
+        if broker is None:
+            broker = cls(world, wiring)
+            setattr(world, _BROKER_ATTRIBUTE, broker)
+        return broker
+
+    # -- topics ------------------------------------------------------------------------
+
+    def partitions_of(self, topic: str, call: str) -> int:
+        if topic in self.wiring.inputs:
+            return self.wiring.partitions
+        if topic in self._offsets:
+            raise NotModelled(
+                f"{call} on output topic {topic!r}",
+                "consumers read the input topics only",
+            )
+        raise NotModelled(
+            f"{call} on topic {topic!r}",
+            f"it is not an input topic of this run (inputs: {list(self.wiring.inputs)}); "
+            "declare it with --input",
+        )
+
+    def name(self, topic: str, partition: int, call: str) -> str:
+        count = self.partitions_of(topic, call)
+        if type(partition) is not int or not 0 <= partition < count:
+            raise NotModelled(f"{call} on {topic} [{partition}]", f"{topic!r} has {count}")
+        return self.names[(topic, partition)]
+
+    def watermarks(self, name: str) -> tuple[int, int]:
+        return self.world.low_watermark[name], len(self.world.dlsns[name])
+
+    # -- reading -----------------------------------------------------------------------
+
+    def read(self, rt: Runtime, cursor: Cursor) -> InputRecord | None:
+        """The record at the cursor's position, if it is there; records a ``read``."""
+        world = self.world
+        pos = cursor.position
+        assert pos is not None
+        dlsns = world.dlsns[cursor.name]
+        if pos >= len(dlsns):
+            return None
+        reader = cursor.reader
+        if reader is None or cursor.reader_pos != pos:
+            self.close_reader(rt, cursor)
+            reader = cursor.reader = world.logs[cursor.name].open_reader(dlsns[pos])
+            rt.inst.readers.append(reader)
+        item = reader.read_next()
+        if item is None:  # pragma: no cover - committed records are always readable
+            return None
+        cursor.reader_pos = pos + 1
+        record_id, key, value, poison = decode_input(item.payload, f"input log {cursor.name!r}")
+        world.record(
+            EventKind.READ,
+            process=rt.process,
+            partition=cursor.name,
+            offset=pos,
+            record_id=record_id,
+            dlsn=item.dlsn.serialize(),
+        )
+        raw_key: bytes | None
+        raw_value: bytes | None
+        if poison:
+            raw_key, raw_value = key.encode() or None, b"\x00\xff" + record_id.encode()
+        else:
+            raw_key, raw_value = self.wiring.encode(record_id, key, value)
+        number = int(record_id[1:]) if record_id[1:].isdigit() else pos
+        return InputRecord(
+            cursor.topic,
+            cursor.partition,
+            pos,
+            record_id,
+            raw_key,
+            raw_value,
+            BASE_TIMESTAMP + number,
+        )
+
+    @staticmethod
+    def close_reader(rt: Runtime, cursor: Cursor) -> None:
+        if cursor.reader is not None:
+            cursor.reader.close()
+            if cursor.reader in rt.inst.readers:
+                rt.inst.readers.remove(cursor.reader)
+            cursor.reader = None
+
+    # -- group offsets -----------------------------------------------------------------
+
+    def _checked(self, group: str) -> bool:
+        if self.group is None:
+            self.group = group
+        return group == self.group
+
+    @staticmethod
+    def _state_key(group: str, name: str) -> str:
+        return f"kafka-group:{group}:{name}"
+
+    def committed(self, rt: Runtime, group: str, name: str) -> int | None:
+        """The group's committed offset of partition ``name`` (a ``fetch`` event when it is
+        the checked group)."""
+        world = self.world
+        if not self._checked(group):
+            raw = world.store.get_state(self._state_key(group, name))
+            return None if raw is None else int(raw)
+        dlsn = world.store.get(name)
+        offset = None if dlsn is None else world.position(name, dlsn)
+        world.record(
+            EventKind.FETCH,
+            process=rt.process,
+            partition=name,
+            offset=offset,
+            dlsn=None if dlsn is None else dlsn.serialize(),
+        )
+        return offset
+
+    def _dlsn(self, name: str, offset: int, call: str) -> DLSN:
+        dlsns = self.world.dlsns[name]
+        if 0 <= offset < len(dlsns):
+            return dlsns[offset]
+        if offset == len(dlsns):
+            return dlsns[-1].next() if dlsns else DLSN.INITIAL
+        raise NotModelled(
+            f"{call} of offset {offset} for {name}",
+            f"the partition ends at {len(dlsns)}; offsets beyond the end are not modelled",
+        )
+
+    def commit_offsets(
+        self, rt: Runtime, group: str, offsets: Mapping[str, int], call: str
+    ) -> None:
+        """Store ``offsets`` (partition name -> next offset) for ``group`` in one write."""
+        if not offsets:
+            return
+        if self._checked(group):
+            dlsns = {name: self._dlsn(name, off, call) for name, off in offsets.items()}
+            rt.ctx.offsets._write(dlsns, None, None, False)
+        else:
+            state = {self._state_key(group, n): str(o).encode() for n, o in offsets.items()}
+            rt.ctx.offsets._write(None, None, state, False)
+
+    def transaction_write(
+        self,
+        rt: Runtime,
+        outputs: list[Output],
+        offsets: Mapping[str, Mapping[str, int]],
+        txn: int,
+    ) -> None:
+        """Commit a transaction: its outputs and its offsets, in one step."""
+        self.append(rt, outputs, retry=False, idempotent=True)
+        checked: dict[str, DLSN] = {}
+        state: dict[str, bytes | None] = {}
+        for group, parts in offsets.items():
+            for name, off in parts.items():
+                if self._checked(group):
+                    checked[name] = self._dlsn(name, off, "send_offsets_to_transaction")
+                else:
+                    state[self._state_key(group, name)] = str(off).encode()
+        rt.ctx.offsets._write(checked, None, state, False)
+        self.world.record(EventKind.TXN_COMMIT, process=rt.process, txn=txn)
+
+    # -- producing ---------------------------------------------------------------------
+
+    def output(
+        self, rt: Runtime, produced: Produced, partition: int, txn: int | None, call: str
+    ) -> Output:
+        """Accept a produced message: attribute it and record its ``emit`` events."""
+        topic = produced.topic
+        if topic not in self._offsets:
+            raise NotModelled(
+                f"{call} to topic {topic!r}",
+                f"the run's output topics are {list(self.wiring.outputs)}; declare it with "
+                "--output (checked) or --unchecked-topic (accepted, not checked)",
+            )
+        out = Output(produced, partition)
+        if topic not in self.wiring.outputs:
+            return out
+        world = self.world
+        effects = attribute(self.wiring.lineage, produced) or (Effect(""),)
+        key = None if produced.key is None else produced.key.decode("utf-8", "replace")[:200]
+        for effect in effects:
+            record_id = effect.record_id or None
+            output_id = world.next_output_id
+            world.next_output_id += 1
+            out.payloads.append(
+                encode_output(output_id, record_id, effect.part, effect.parts, key, None, None)
+            )
+            world.record(
+                EventKind.EMIT,
+                process=rt.process,
+                sink=topic,
+                output_id=output_id,
+                record_id=record_id,
+                part=effect.part,
+                parts=effect.parts,
+                key=key,
+                txn=txn,
+            )
+        return out
+
+    def _writer(self, log: str) -> LogWriter:
+        writer = self._writers.get(log)
+        if writer is None:
+            world = self.world
+            world.sync_txid(log)
+            writer = self._writers[log] = world.logs[log].open_writer()
+            # the world aborts its producers' writers when it closes: so it does this one
+            world._producer_writers[f"kafka-broker:{log}"] = writer
+        return writer
+
+    def append(self, rt: Runtime, outputs: list[Output], *, retry: bool, idempotent: bool) -> None:
+        """The broker appends a batch; a lost acknowledgement makes a producer that is not
+        idempotent send it again (``enable.idempotence``)."""
+        pending = [o for o in outputs if not o.delivered]
+        if not pending:
+            return
+        lost_ack = retry and rt.sim.take_lost_ack(rt.inst)
+        for _ in range(2 if lost_ack and not idempotent else 1):
+            logs = []
+            for out in pending:
+                topic = out.produced.topic
+                out.offset = self._offsets[topic]
+                self._offsets[topic] += 1
+                if out.payloads:
+                    log = f"out-{topic}"
+                    writer = self._writer(log)
+                    for payload in out.payloads:
+                        writer.write(LogRecord(self.world.next_txid(log), payload))
+                    logs.append(writer)
+            for writer in dict.fromkeys(logs):
+                writer.commit()
+        for out in pending:
+            out.delivered = True

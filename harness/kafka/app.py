@@ -1,0 +1,296 @@
+"""Running unchanged client code under the simulator: :class:`KafkaApp`.
+
+A ``KafkaApp`` is a processor (``app(ctx)``) made of the user's code, found by a script path
+(``app.py``, run as ``__main__`` with its command-line arguments), a ``module:function`` name
+or a function. For each processor instance (a fresh process: the first, the one after a
+crash, a zombie's successor) the user's module is executed anew from its source, with the
+harness's doubles in ``sys.modules`` in place of ``confluent_kafka`` and ``kafka``; the
+doubles, ``sys.argv``, the output streams and the SIGINT/SIGTERM handlers are put back when
+the last instance ends. Modules first imported during the run that hold a double are
+forgotten afterwards, so nothing outside the run sees them.
+
+The application's output (prints, logging to the console) is discarded unless
+``show_output=True``. ``sys.exit(0)`` and ``KeyboardInterrupt`` end an instance normally;
+another exit status is an error. When a script or function returns, the process has ended:
+it is started again (as a supervisor or a cron job would) once new input arrives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import inspect
+import io
+import os
+import signal
+import sys
+import types
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+from harness.errors import ConfigError
+from harness.kafka._broker import Broker, Encoder, Runtime, Wiring, json_values
+from harness.kafka.lineage import Lineage, describe_lineage
+from harness.sim.context import Context
+from harness.sim.topology import Topology, log_sink
+
+__all__ = ["KafkaApp"]
+
+_SIGNALS: Final = tuple(
+    s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None)) if s
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    file: str
+    module: str
+    """The name the code runs under (``__main__`` for a script)."""
+    attribute: str | None
+    """The function to call after executing the module (None: a script)."""
+
+
+def _locate(target: object) -> _Target:
+    if callable(target) and not isinstance(target, str):
+        inner = getattr(target, "function", target)
+        module = getattr(inner, "__module__", None)
+        qualname = getattr(inner, "__qualname__", "")
+        if not module or "<" in qualname:
+            raise ConfigError(
+                f"KafkaApp needs a function defined at module level, got {target!r:.80}"
+            )
+        return _locate(f"{module}:{qualname}")
+    if not isinstance(target, str) or not target:
+        raise ConfigError(
+            f"KafkaApp target must be a path, 'module:function' or a function, got {target!r:.80}"
+        )
+    file, colon, function = target.rpartition(":")
+    if colon and file.endswith(".py"):  # path/to/app.py:function
+        path = Path(file)
+        if not path.is_file():
+            raise ConfigError(f"application file {file!r} not found; give a path to a .py file")
+        return _Target(str(path.resolve()), f"_harness_app_{path.stem}", function)
+    if target.endswith(".py") or os.sep in target or "/" in target:
+        path = Path(target)
+        if not path.is_file():
+            raise ConfigError(f"application script {target!r} not found; give a path to a .py file")
+        return _Target(str(path.resolve()), "__main__", None)
+    module, _, attribute = target.partition(":")
+    main = sys.modules.get(module)
+    origin: str | None = getattr(main, "__file__", None) if main is not None else None
+    if origin is None:
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError) as exc:
+            raise ConfigError(f"cannot find module {module!r} of {target!r}: {exc}") from None
+        origin = spec.origin if spec is not None else None
+    if not origin or not origin.endswith(".py"):
+        raise ConfigError(
+            f"cannot find the source of module {module!r} of {target!r}; put it on PYTHONPATH "
+            "or give the path of the .py file"
+        )
+    return _Target(origin, module, attribute or None)
+
+
+class _Session:
+    """What the run changes in the interpreter, put back when the last instance ends."""
+
+    active: ClassVar[int] = 0
+    saved: ClassVar[dict[str, Any]] = {}
+
+    @classmethod
+    def enter(cls, argv: Sequence[str] | None, quiet: bool) -> None:
+        if cls.active == 0:
+            from harness.kafka._modules import double_modules
+
+            doubles = double_modules()
+            saved: dict[str, Any] = {
+                "modules": {n: sys.modules.get(n) for n in doubles},
+                "known": set(sys.modules),
+                "argv": sys.argv,
+                "streams": (sys.stdout, sys.stderr),
+                "signals": {s: signal.getsignal(s) for s in _SIGNALS},
+                "doubles": doubles,
+            }
+            cls.saved = saved
+            sys.modules.update(doubles)
+            if argv is not None:
+                sys.argv = list(argv)
+            if quiet:
+                sys.stdout = sys.stderr = io.StringIO()
+        cls.active += 1
+
+    @classmethod
+    def leave(cls) -> None:
+        cls.active -= 1
+        if cls.active:
+            return
+        saved = cls.saved
+        for name, module in saved["modules"].items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+        doubles = set(map(id, saved["doubles"].values()))
+        for name in set(sys.modules) - saved["known"]:
+            module = sys.modules.get(name)
+            if module is not None and any(id(v) in doubles for v in vars(module).values()):
+                del sys.modules[name]
+        sys.argv = saved["argv"]
+        sys.stdout, sys.stderr = saved["streams"]
+        for sig, handler in saved["signals"].items():
+            with contextlib.suppress(ValueError, TypeError):  # not the main thread
+                signal.signal(sig, handler)
+        cls.saved = {}
+
+
+def _signal_handler(saved: dict[Any, Any]) -> Callable[[], bool]:
+    def call() -> bool:
+        for sig in reversed(_SIGNALS):  # SIGTERM first: what a supervisor sends
+            handler = signal.getsignal(sig)
+            if callable(handler) and handler is not saved.get(sig):
+                handler(sig, None)
+                return True
+        return False
+
+    return call
+
+
+class KafkaApp:
+    """A processor running unchanged Kafka client code (see the module docstring).
+
+    ``target``: a script path, ``"module:function"`` or a module-level function;
+    ``inputs``/``outputs``: the topics the application reads and the ones whose content is
+    checked; ``unchecked``: topics it may also produce to; ``argv``: the script's
+    arguments; ``lineage``: how outputs are attributed to inputs (None: the default of
+    :mod:`harness.kafka.lineage`); ``group``: the consumer group whose offsets are
+    checked (None: the first one used); ``encode``: how input records look to the
+    application.
+    """
+
+    def __init__(
+        self,
+        target: str | Callable[..., Any],
+        *,
+        inputs: Sequence[str],
+        outputs: Sequence[str],
+        unchecked: Sequence[str] = (),
+        partitions: int = 1,
+        argv: Sequence[str] = (),
+        lineage: Lineage | None = None,
+        group: str | None = None,
+        encode: Encoder = json_values,
+        show_output: bool = False,
+        name: str | None = None,
+    ) -> None:
+        self._target = _locate(target)
+        inputs, outputs, unchecked = tuple(inputs), tuple(outputs), tuple(unchecked)
+        if not inputs or not outputs:
+            raise ConfigError(
+                f"a Kafka application needs at least one input and one output topic, got "
+                f"inputs={list(inputs)} outputs={list(outputs)}"
+            )
+        for topic in (*inputs, *outputs, *unchecked):
+            if (
+                not isinstance(topic, str)
+                or not topic
+                or not all(c.isalnum() or c in "._-" for c in topic)
+            ):
+                raise ConfigError(f"invalid topic name {topic!r}: use letters, digits and ._-")
+        clash = set(inputs) & set(outputs + unchecked) or set(outputs) & set(unchecked)
+        if clash:
+            raise ConfigError(f"topic {sorted(clash)[0]!r} is declared twice (input/output)")
+        self.wiring = Wiring(inputs, outputs, unchecked, partitions, group, lineage, encode)
+        self.topology = Topology(
+            partitions=len(inputs) * partitions,
+            sinks={t: log_sink() for t in outputs},
+            offset_sync=True,  # committed offsets live on the brokers: a machine crash keeps them
+        )
+        self.argv = (self._target.file, *argv) if self._target.attribute is None else None
+        self.show_output = show_output
+        self._code: types.CodeType | None = None
+        caller = inspect.currentframe()
+        frame = caller.f_back if caller is not None else None
+        self.__module__ = frame.f_globals.get("__name__", "__main__") if frame else "__main__"
+        self.__qualname__ = name or (self._target.attribute or Path(self._target.file).stem)
+        self.__name__ = self.__qualname__
+
+    @property
+    def lineage(self) -> str:
+        """How this app's outputs are attributed to inputs, for reports."""
+        return describe_lineage(self.wiring.lineage)
+
+    def __repr__(self) -> str:
+        target = self._target
+        where = target.file if target.attribute is None else f"{target.module}:{target.attribute}"
+        return f"KafkaApp({where!r})"
+
+    def _compiled(self) -> types.CodeType:
+        if self._code is None:
+            source = Path(self._target.file).read_bytes()
+            self._code = compile(source, self._target.file, "exec")
+        return self._code
+
+    def __call__(self, ctx: Context) -> None:
+        broker = Broker.of(ctx._sim.world, self.wiring)
+        rt = Runtime(ctx, broker)
+        _Session.enter(self.argv, not self.show_output)
+        rt.shutdown_handler = _signal_handler(_Session.saved.get("signals", {}))
+        rt.register()
+        try:
+            for _ in self._runs(rt):
+                self._run_once()
+        finally:
+            rt.unregister()
+            _Session.leave()
+
+    def _runs(self, rt: Runtime) -> Iterator[None]:
+        """Run the application; each time it returns, wait for new input and run it again."""
+        world = rt.world
+        while not rt.stopping:
+            seen = sum(len(d) for d in world.dlsns.values())
+            yield
+            while not rt.stopping and sum(len(d) for d in world.dlsns.values()) == seen:
+                rt.enter()
+                from harness.kafka._confluent_base import park
+
+                try:
+                    park(rt)
+                except KeyboardInterrupt:
+                    return
+
+    def _run_once(self) -> None:
+        target = self._target
+        module = types.ModuleType(target.module)
+        module.__file__ = target.file
+        if target.module != "__main__":
+            module.__package__ = target.module.rpartition(".")[0]
+        previous = sys.modules.get(target.module) if target.module != "__main__" else None
+        if target.module != "__main__":
+            sys.modules[target.module] = module
+        try:
+            exec(self._compiled(), module.__dict__)
+            if target.attribute is not None:
+                function: Any = module
+                for part in target.attribute.split("."):
+                    function = getattr(function, part)
+                function = getattr(function, "function", function)
+                function()
+        except KeyboardInterrupt:
+            pass
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                said = sys.stderr.getvalue() if isinstance(sys.stderr, io.StringIO) else ""
+                last = said.strip().splitlines()[-1:] or [""]
+                raise RuntimeError(
+                    f"the application exited with status {exc.code!r}"
+                    + (f" ({last[0][:200]})" if last[0] else "")
+                ) from None
+        finally:
+            if target.module != "__main__":
+                if previous is None:
+                    sys.modules.pop(target.module, None)
+                else:
+                    sys.modules[target.module] = previous

@@ -1,0 +1,81 @@
+"""The ``harness_kafka`` pytest fixture: explore an unchanged Kafka client application.
+
+.. code-block:: python
+
+    def test_my_consumer(harness_kafka):
+        harness_kafka(
+            "myapp/consumer.py",                 # or "myapp.consumer:main", or a function
+            guarantee="at-least-once",
+            inputs=["orders"],
+            outputs=["receipts"],
+            argv=["--brokers", "localhost:9092"],  # a script's arguments
+        )
+
+It builds a :class:`~harness.kafka.KafkaApp` and calls the ``harness_explore`` fixture with
+it, so the ``harness`` marker, the ``--harness-*`` options, report files and
+``--harness-replay`` apply unchanged. The failure report says how outputs were attributed.
+Loaded only when a test asks for the fixture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, final
+
+from harness.faults import ALL_FAULTS, Fault
+from harness.kafka.app import KafkaApp
+from harness.kafka.lineage import Lineage
+from harness.runner import CounterexampleFound, Exploration
+
+__all__ = ["KAFKA_FAULTS", "KafkaExplorer"]
+
+KAFKA_FAULTS = tuple(sorted(f.value for f in ALL_FAULTS - {Fault.DUPLICATE}))
+"""Every fault but duplicate delivery (Kafka does not redeliver within a session)."""
+
+
+@final
+class KafkaExplorer:
+    """The value of the ``harness_kafka`` fixture (see the module docstring)."""
+
+    def __init__(self, explore: Callable[..., Exploration]) -> None:
+        self._explore = explore
+
+    def __call__(
+        self,
+        target: str | Callable[..., Any],
+        *,
+        guarantee: str,
+        inputs: Sequence[str],
+        outputs: Sequence[str],
+        unchecked: Sequence[str] = (),
+        partitions: int = 1,
+        argv: Sequence[str] = (),
+        lineage: Lineage | None = None,
+        group: str | None = None,
+        faults: Sequence[str] | None = None,
+        max_examples: int | None = None,
+        seed: int | None = None,
+    ) -> Exploration:
+        __tracebackhide__ = True
+        app = KafkaApp(
+            target,
+            inputs=inputs,
+            outputs=outputs,
+            unchecked=unchecked,
+            partitions=partitions,
+            argv=argv,
+            lineage=lineage,
+            group=group,
+        )
+        try:
+            return self._explore(
+                app,
+                guarantee=guarantee,
+                topology=app.topology,
+                faults=KAFKA_FAULTS if faults is None else faults,
+                max_examples=max_examples,
+                seed=seed,
+            )
+        except CounterexampleFound as found:
+            found.args = (f"{found.args[0]}\nlineage: {app.lineage}",)
+            raise found.with_traceback(None) from None

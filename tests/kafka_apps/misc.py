@@ -1,0 +1,89 @@
+"""Small client programs for tests/test_kafka.py (plain client code, run under the doubles)."""
+
+import base64
+import json
+
+from confluent_kafka import Consumer, Producer
+
+CONF = {"bootstrap.servers": "b:9092", "group.id": "g", "auto.offset.reset": "earliest"}
+
+
+def misspelt() -> None:
+    Consumer({**CONF, "enable.auto.comit": False})
+
+
+def bad_value() -> None:
+    Consumer({**CONF, "auto.offset.reset": "oldest"})
+
+
+def list_topics() -> None:
+    Consumer(CONF).list_topics()
+
+
+def close_commits() -> None:
+    """Auto-commit with an explicit store: the only commit happens at close() on shutdown."""
+    consumer = Consumer({**CONF, "auto.commit.interval.ms": 0, "enable.auto.offset.store": False})
+    producer = Producer({"bootstrap.servers": "b:9092"})
+    consumer.subscribe(["orders"])
+    try:
+        while True:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            producer.produce("receipts", msg.value())
+            producer.flush()
+            consumer.store_offsets(msg)
+    finally:
+        consumer.close()
+
+
+def _transform(encode) -> None:
+    consumer = Consumer({**CONF, "enable.auto.commit": False})
+    producer = Producer({"bootstrap.servers": "b:9092"})
+    consumer.subscribe(["orders"])
+    while True:
+        msg = consumer.poll(1.0)
+        if msg is None:
+            continue
+        producer.produce("receipts", encode(msg.value()))
+        producer.flush()
+        consumer.commit(msg, asynchronous=False)
+
+
+def base64_values() -> None:
+    _transform(base64.b64encode)
+
+
+def upper_values() -> None:
+    _transform(bytes.upper)
+
+
+def counts_only() -> None:
+    _transform(lambda value: json.dumps({"value": json.loads(value)["value"]}).encode())
+
+
+def not_idempotent() -> None:
+    _transform(lambda value: value)
+
+
+def eof_then_exit() -> None:
+    """Reads to the end of the partition, then exits (a batch job)."""
+    consumer = Consumer({**CONF, "enable.partition.eof": True, "enable.auto.commit": False})
+    producer = Producer({"bootstrap.servers": "b:9092"})
+    consumer.subscribe(["orders"])
+    while True:
+        msg = consumer.poll(1.0)
+        if msg is None:
+            continue
+        if msg.error():
+            break
+        producer.produce("receipts", msg.value())
+        producer.flush()
+        consumer.commit(msg, asynchronous=False)
+    consumer.close()
+
+
+def kafka_python_misspelt() -> None:
+    from kafka import KafkaConsumer
+
+    KafkaConsumer("orders", group_id="g", enable_auto_comit=False)

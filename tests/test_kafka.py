@@ -1,0 +1,371 @@
+"""harness.kafka: unchanged Kafka client code under the simulator."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import harness
+from harness import Crash, Produce, Run, RunZombie, Schedule, Takeover, Tick
+from harness.check import AnomalyKind, Status
+from harness.errors import ConfigError
+from harness.history.events import EventKind
+from harness.kafka import Effect, KafkaApp, NotModelled, Produced, default_lineage
+
+pytest_plugins = ["pytester"]
+
+HERE = Path(__file__).parent
+MISC = str(HERE / "kafka_apps" / "misc.py")
+SCRIPT = str(HERE / "kafka_apps" / "script.py")
+
+
+def _app(function: str, **kwargs: object) -> KafkaApp:
+    return KafkaApp(f"{MISC}:{function}", inputs=["orders"], outputs=["receipts"], **kwargs)  # type: ignore[arg-type]
+
+
+def _kinds(verdict: harness.Verdict) -> set[AnomalyKind]:
+    return {a.kind for a in verdict.anomalies}
+
+
+def test_importing_harness_and_the_plugin_imports_no_kafka_client() -> None:
+    code = (
+        "import sys, harness, harness.pytest_plugin\n"
+        "bad = [m for m in ('harness.kafka', 'confluent_kafka', 'kafka') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+        "import harness.catalogue.seeds, harness.kafka\n"  # runs apps, never imports them
+        "bad = [m for m in ('confluent_kafka', 'kafka') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=HERE.parent)
+
+
+def test_the_doubles_are_in_place_for_the_run_only() -> None:
+    before = {name: sys.modules.get(name) for name in ("confluent_kafka", "kafka")}
+    app = _app("close_commits")
+    harness.run_once(
+        app, Schedule([Produce(count=2), Run(calls=20)]), "at-least-once", topology=app.topology
+    )
+    assert {name: sys.modules.get(name) for name in before} == before
+
+
+def test_a_misspelt_property_is_an_error_naming_it() -> None:
+    app = _app("misspelt")
+    with pytest.raises(
+        ConfigError,
+        match=r'No such configuration property: "enable.auto.comit" '
+        r'\(did you mean "enable.auto.commit"\?\)',
+    ):
+        harness.run_once(app, Schedule([Run(calls=5)]), "at-least-once", topology=app.topology)
+
+
+def test_a_bad_value_is_an_error_naming_it() -> None:
+    app = _app("bad_value")
+    with pytest.raises(
+        ConfigError,
+        match=r'Invalid value "oldest" for configuration property "auto\.offset\.reset"',
+    ):
+        harness.run_once(app, Schedule([Run(calls=5)]), "at-least-once", topology=app.topology)
+
+
+def test_kafka_python_rejects_an_unknown_config_key() -> None:
+    app = _app("kafka_python_misspelt")
+    with pytest.raises(ConfigError, match=r"Unrecognized configs: \{'enable_auto_comit'\}"):
+        harness.run_once(app, Schedule([Run(calls=5)]), "at-least-once", topology=app.topology)
+
+
+def test_an_unmodelled_call_raises_naming_it() -> None:
+    app = _app("list_topics")
+    with pytest.raises(NotModelled, match=r"Consumer.list_topics\(\) is not modelled"):
+        harness.run_once(app, Schedule([Run(calls=5)]), "at-least-once", topology=app.topology)
+
+
+def test_a_parked_loop_is_shut_down_and_close_commits_the_stored_offsets() -> None:
+    app = _app("close_commits")
+    history, verdict = harness.run_once(
+        app, Schedule([Produce(count=2), Run(calls=20)]), "at-least-once", topology=app.topology
+    )
+    assert verdict.status is Status.VALID
+    drain = next(e.index for e in history.events if e.kind is EventKind.DRAIN)
+    commits = [(e.index > drain, e.offset) for e in history.events if e.kind is EventKind.COMMIT]
+    assert commits == [(True, 2)]  # auto.commit.interval.ms=0: only close() commits
+
+
+def test_a_script_runs_with_its_arguments() -> None:
+    app = KafkaApp(
+        SCRIPT, inputs=["in"], outputs=["out"], argv=["-b", "x:9092", "-t", "in", "-o", "out"]
+    )
+    history, verdict = harness.run_once(
+        app,
+        Schedule([Produce(count=3), Run(calls=6), Crash(), Run(calls=30)]),
+        "at-least-once",
+        topology=app.topology,
+    )
+    assert verdict.status is Status.VALID, verdict.summary()
+    assert sorted({e.record_id for e in history.events if e.kind is EventKind.OBSERVE}) == [
+        "r0",
+        "r1",
+        "r2",
+    ]
+
+
+def test_a_script_with_bad_arguments_dies_with_its_usage_message() -> None:
+    app = KafkaApp(SCRIPT, inputs=["in"], outputs=["out"], argv=["-b", "x"])
+    _, verdict = harness.run_once(
+        app, Schedule([Run(calls=5)]), "at-least-once", topology=app.topology
+    )
+    assert verdict.status is Status.UNKNOWN
+    assert "exited with status 2" in verdict.reasons[0]
+
+
+@pytest.mark.parametrize("function", ["base64_values", "upper_values"])
+def test_the_default_lineage_sees_through_one_to_one_transforms(function: str) -> None:
+    app = _app(function)
+    _, verdict = harness.run_once(
+        app, Schedule([Produce(count=3), Run(calls=30)]), "exactly-once", topology=app.topology
+    )
+    assert verdict.status is Status.VALID, verdict.summary()
+
+
+def test_an_output_that_cannot_be_attributed_is_unexpected() -> None:
+    app = _app("counts_only")
+    _, verdict = harness.run_once(
+        app, Schedule([Produce(count=2), Run(calls=30)]), "at-least-once", topology=app.topology
+    )
+    assert _kinds(verdict) >= {AnomalyKind.UNEXPECTED}
+    assert "default" in app.lineage
+
+
+def test_a_user_lineage_function_attributes_what_the_default_cannot() -> None:
+    def by_value(produced: Produced) -> Effect:
+        return Effect("r0")
+
+    app = _app("counts_only", lineage=by_value)
+    _, verdict = harness.run_once(
+        app, Schedule([Produce(count=1), Run(calls=30)]), "exactly-once", topology=app.topology
+    )
+    assert verdict.status is Status.VALID, verdict.summary()
+    assert app.lineage.startswith("user function ")
+
+
+def test_default_lineage_rules() -> None:
+    assert default_lineage(Produced("t", None, b'{"id":"r12","v":1}')) == ("r12",)
+    assert default_lineage(Produced("t", None, b"R3 AND R4")) == ("r3", "r4")
+    assert default_lineage(Produced("t", None, b"x", (("harness-record-id", b"r9"),))) == ("r9",)
+    assert default_lineage(Produced("t", None, b"r1x nor1")) == ()
+
+
+def test_a_lost_ack_duplicates_without_idempotence() -> None:
+    app = _app("not_idempotent")
+    _, verdict = harness.run_once(
+        app,
+        Schedule([Produce(count=1), harness.LoseAck(), Run(calls=30)]),
+        "exactly-once",
+        topology=app.topology,
+    )
+    assert _kinds(verdict) == {AnomalyKind.DUPLICATE}
+
+
+def test_a_program_that_exits_at_the_end_is_run_again_for_new_input() -> None:
+    app = _app("eof_then_exit")
+    _, verdict = harness.run_once(
+        app,
+        Schedule([Run(calls=4), Produce(count=2), Run(calls=3), Produce(count=1)]),
+        "exactly-once",
+        topology=app.topology,
+    )
+    assert verdict.status is Status.VALID, verdict.summary()
+
+
+# -- the scenarios ---------------------------------------------------------------------
+
+from harness.scenarios import kafka_clients as kc  # noqa: E402
+
+LOST = {AnomalyKind.LOST, AnomalyKind.OFFSET_AHEAD}
+P1 = [Produce(count=1)]
+
+CASES = [
+    # (buggy app, its witness schedule, guarantee, expected anomalies, correct twin)
+    (
+        kc.auto_commit_commit_at_poll,
+        [*P1, Run(calls=2), Tick(), Crash()],
+        "at-least-once",
+        LOST,
+        kc.auto_commit_correct,
+    ),
+    (
+        kc.auto_commit_store_before_produce,
+        [*P1, Run(calls=3), Tick(), Crash()],
+        "at-least-once",
+        LOST,
+        kc.auto_commit_correct,
+    ),
+    (
+        kc.manual_commit_commit_before_processing,
+        [*P1, Run(calls=3), Crash()],
+        "at-least-once",
+        LOST,
+        kc.manual_commit_correct,
+    ),
+    (
+        kc.manual_commit_commit_before_delivery,
+        [*P1, Run(calls=4), Crash()],
+        "at-least-once",
+        LOST,
+        kc.manual_commit_correct,
+    ),
+    (
+        kc.async_commit_commit_racing_the_output,
+        [*P1, Run(calls=4), Crash()],
+        "at-least-once",
+        LOST,
+        kc.async_commit_correct,
+    ),
+    (
+        kc.store_offsets_store_before_side_effect,
+        [*P1, Run(calls=3), Tick(), Crash()],
+        "at-least-once",
+        LOST,
+        kc.store_offsets_correct,
+    ),
+    (
+        kc.transactional_unstable_transactional_id,
+        [*P1, Takeover(), Run(calls=3), RunZombie(calls=8)],
+        "exactly-once",
+        {AnomalyKind.DUPLICATE},
+        kc.transactional_correct,
+    ),
+    (
+        kc.transactional_offsets_of_the_message,
+        [*P1, Run(calls=10), Crash()],
+        "exactly-once",
+        {AnomalyKind.DUPLICATE},
+        kc.transactional_correct,
+    ),
+    (
+        kc.transactional_output_outside_transaction,
+        [*P1, Run(calls=6), Crash()],
+        "exactly-once",
+        {AnomalyKind.DUPLICATE},
+        kc.transactional_correct,
+    ),
+    (
+        kc.kafka_python_commit_before_send,
+        [*P1, Run(calls=3), Crash()],
+        "at-least-once",
+        LOST,
+        kc.kafka_python_correct,
+    ),
+    (
+        kc.kafka_python_auto_commit_fire_and_forget,
+        [*P1, Run(calls=2), Tick(), Takeover(), RunZombie(calls=2)],
+        "at-least-once",
+        LOST,
+        kc.kafka_python_correct,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "buggy,steps,guarantee,expected,correct", CASES, ids=[c[0].__qualname__ for c in CASES]
+)
+def test_each_bug_shows_under_its_schedule_and_its_correct_twin_holds(
+    buggy: KafkaApp,
+    steps: list[harness.faults.schedule.Step],
+    guarantee: str,
+    expected: set[AnomalyKind],
+    correct: KafkaApp,
+) -> None:
+    schedule = Schedule(steps)
+    _, verdict = harness.run_once(buggy, schedule, guarantee, topology=buggy.topology)
+    assert verdict.status is Status.INVALID
+    assert _kinds(verdict) & expected, verdict.summary()
+    _, verdict = harness.run_once(correct, schedule, guarantee, topology=correct.topology)
+    assert verdict.status is Status.VALID, verdict.summary()
+
+
+def test_the_zombie_of_a_stable_transactional_id_is_fenced() -> None:
+    schedule = Schedule([*P1, Takeover(), Run(calls=3), RunZombie(calls=8)])
+    history, verdict = harness.run_once(
+        kc.transactional_correct,
+        schedule,
+        "exactly-once",
+        topology=kc.transactional_correct.topology,
+    )
+    assert verdict.status is Status.VALID
+    errors = [e.detail for e in history.events if e.kind is EventKind.ERROR]
+    assert errors and "_FENCED" in errors[0] and "fatal" in errors[0]
+
+
+SEARCH = [
+    (kc.auto_commit_commit_at_poll, ["crash", "tick"]),
+    (kc.manual_commit_commit_before_processing, ["crash"]),
+    (kc.async_commit_commit_racing_the_output, ["crash"]),
+    (kc.transactional_unstable_transactional_id, ["zombie"]),
+    (kc.kafka_python_commit_before_send, ["crash"]),
+]
+
+
+@pytest.mark.parametrize("app,faults", SEARCH, ids=[s[0].__qualname__ for s in SEARCH])
+def test_explore_finds_the_bug(app: KafkaApp, faults: list[str]) -> None:
+    scenario, variant = next((s, v) for s in kc.SCENARIOS for v in s.variants if v.processor is app)
+    with pytest.raises(harness.CounterexampleFound) as found:
+        harness.explore(
+            app,
+            guarantee=scenario.guarantee,
+            topology=app.topology,
+            faults=faults,
+            max_examples=1000,
+            seed=1,
+            failures_dir=None,
+        )
+    assert {a.kind for a in found.value.failure.verdict.anomalies} & variant.expected
+    assert found.value.failure.verdict.status is Status.INVALID
+
+
+def test_the_pytest_fixture_runs_a_script_and_reports_lineage(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_app=f"""
+        import pytest
+
+        def test_script(harness_kafka):
+            harness_kafka({SCRIPT!r}, guarantee="at-least-once", inputs=["in"], outputs=["out"],
+                          argv=["-b", "x", "-t", "in", "-o", "out"], max_examples=30)
+
+        def test_buggy(harness_kafka):
+            harness_kafka({MISC + ":counts_only"!r}, guarantee="at-least-once",
+                          inputs=["orders"], outputs=["receipts"], max_examples=30)
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*unexpected*", "*lineage: default*"])
+
+
+def test_the_cli_command_explores_a_script(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "harness", "kafka", MISC + ":counts_only"]
+    options = ["--guarantee", "at-least-once", "--input", "orders", "--output", "receipts"]
+    found = subprocess.run(
+        [*command, *options, "--max-examples", "30", "--failures-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert found.returncode == 1, found.stderr
+    assert found.stdout.startswith("lineage: default")
+    assert "unexpected" in found.stdout
+    replay = found.stdout.splitlines()[-1]
+    assert replay.startswith("replay: python -m harness kafka ") and "--replay" in replay
+    again = subprocess.run(
+        [*command, *options, "--replay", replay.split("--replay ")[1].split()[0]],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert again.returncode == 1 and "unexpected" in again.stdout
+    usage = subprocess.run(
+        [*command, "--input", "orders", "--output", "receipts"], capture_output=True, text=True
+    )
+    assert usage.returncode == 2 and "--guarantee" in usage.stderr
