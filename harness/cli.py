@@ -476,7 +476,7 @@ def _report(args: argparse.Namespace) -> int:
 
 def _spark_command(argv: Sequence[str]) -> int:
     try:
-        command: Any = importlib.import_module("harness.spark.command")
+        command: Any = importlib.import_module("harness.spark.check.command")
     except ImportError as exc:
         raise ConfigError(f"the Spark checker is not available ({exc})") from None
     parser = argparse.ArgumentParser(

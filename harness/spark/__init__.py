@@ -17,8 +17,16 @@ Importing this package imports neither pyspark nor pyarrow; they are needed (``p
 the passes, the parity with the local checker and the measured throughput.
 """
 
-from harness.spark.checker import Analysis, SparkCheck, analyze_parquet, check_parquet
-from harness.spark.generate import EVENTS_PER_RECORD, GeneratedHistory, Plan, generate_history
+from harness.spark.check import (
+    EVENTS_PER_RECORD,
+    Analysis,
+    GeneratedHistory,
+    Plan,
+    SparkCheck,
+    analyze_parquet,
+    check_parquet,
+    generate_history,
+)
 from harness.spark.java import MIN_JAVA, JavaInfo, JavaUnavailable, java_info
 from harness.spark.session import spark_session, stop_spark_session
 from harness.spark.source import HistoryFile, RunSource, discover_runs
