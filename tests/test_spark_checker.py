@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 if not os.environ.get("CI"):
@@ -32,10 +33,11 @@ from harness.history import (
     read_history,
     write_parquet,
 )
-from harness.spark.generate import Plan, generate_history
+from harness.spark.check.generate import Plan, generate_history
 from harness.spark.java import JavaUnavailable, java_info, parse_java_version
 from harness.strategies.histories import (
     PARTITIONS,
+    HistoryBuilder,
     empty_history,
     histories,
     malformed_histories,
@@ -49,58 +51,6 @@ EO = Guarantee.EXACTLY_ONCE
 
 
 # --------------------------------------------------------------------------- histories
-
-
-class Builder:
-    """Writes a history event by event; records get the next offset of their partition
-    unless told otherwise (so tests can reuse or skip positions)."""
-
-    def __init__(self, sinks: dict[str, SinkSpec], run_id: str = "run") -> None:
-        self.sinks = sinks
-        self.run_id = run_id
-        self.events: list[Event] = []
-        self.records: dict[str, Event] = {}
-        self.outputs: dict[int, Event] = {}
-        self.next_offset: dict[str, int] = {}
-
-    def add(self, kind: EventKind, **fields: Any) -> int:
-        self.events.append(Event(index=len(self.events), kind=kind, **fields))
-        return len(self.events) - 1
-
-    def append(self, record_id: str, partition: str, key: str, value: int, **extra: Any) -> None:
-        offset = extra.pop("offset", self.next_offset.get(partition, 0))
-        self.next_offset[partition] = offset + 1
-        index = self.add(
-            K.APPEND,
-            partition=partition,
-            offset=offset,
-            record_id=record_id,
-            key=key,
-            value=value,
-            **extra,
-        )
-        self.records[record_id] = self.events[index]
-
-    def at(self, kind: EventKind, record_id: str, **extra: Any) -> None:
-        record = self.records[record_id]
-        self.add(
-            kind, partition=record.partition, offset=record.offset, record_id=record_id, **extra
-        )
-
-    def emit(self, record_id: str | None, **fields: Any) -> None:
-        output_id = len(self.outputs)
-        index = self.add(K.EMIT, record_id=record_id, output_id=output_id, **fields)
-        self.outputs[output_id] = self.events[index]
-
-    def observe(self, output_id: int, sink: str) -> None:
-        emit = self.outputs[output_id]
-        self.add(
-            K.OBSERVE, sink=sink, output_id=output_id, record_id=emit.record_id, part=emit.part
-        )
-
-    def history(self) -> History:
-        meta = HistoryMeta(partitions=PARTITIONS, sinks=dict(self.sinks), run_id=self.run_id)
-        return History(meta=meta, events=tuple(self.events))
 
 
 def write_runs(directory: Path, runs: list[History]) -> dict[str, History]:
@@ -152,13 +102,14 @@ def check_both(directory: Path, stored: dict[str, History], spark: Any) -> None:
 
 
 def drawn(strategy: st.SearchStrategy[History], count: int) -> list[History]:
-    """``count`` examples of ``strategy``, the same ones on every run (derandomized), so
+    """``count`` examples of ``strategy``, the same ones on every run (a fixed seed), so
     that hundreds of histories can be checked by Spark in one batch of jobs."""
     found: list[History] = []
 
+    @seed(20261123)  # not the test's name: the same examples however the file is imported
     @settings(
         max_examples=count,
-        derandomize=True,
+        derandomize=False,
         database=None,
         deadline=None,
         suppress_health_check=list(HealthCheck),
@@ -190,7 +141,15 @@ def test_spark_and_local_checkers_agree_on_hundreds_of_random_histories(
 
 
 EVERY_KIND = Plan(
-    lost=2, duplicated=2, unexpected=1, miscounted=3, reordered=2, skipped=2, ahead=1, regressed=2
+    lost=2,
+    duplicated=2,
+    unexpected=1,
+    miscounted=3,
+    reordered=2,
+    skipped=2,
+    ahead=1,
+    regressed=2,
+    aborted=2,
 )
 
 
@@ -235,6 +194,7 @@ def test_the_generator_plants_what_it_promises(tmp_path: Path) -> None:
     )
     history = read_history(generated.path)
     assert len(history) == generated.events
+    assert set(generated.occurrences) == set(AnomalyKind)
     for guarantee in Guarantee:
         verdict = check(history, guarantee)
         status, failing, tolerated = generated.expected(guarantee)
@@ -244,9 +204,9 @@ def test_the_generator_plants_what_it_promises(tmp_path: Path) -> None:
             {a.kind.value: a.count for a in verdict.tolerated},
         )
         assert dict(verdict.stats) == dict(generated.stats)
-    assert generated.planted[AnomalyKind.LOST] == ("p0/113", "p1/189")
+    assert generated.planted[AnomalyKind.LOST] == ("p0/98", "p1/164")
     witnesses = check(history, EO).anomalies[0].witnesses
-    assert [w.record_ids for w in witnesses] == [("p0/113",), ("p1/189",)]
+    assert [w.record_ids for w in witnesses] == [("p0/98",), ("p1/164",)]
 
 
 def test_the_generator_refuses_impossible_plans(tmp_path: Path) -> None:
@@ -318,8 +278,8 @@ def test_rare_shapes_many_parts_and_appends_out_of_offset_order(spark: Any, tmp_
     holds (counted exactly, witnesses in the detail's string order), and a partition whose
     appends are not in offset order (the local binary search replayed exactly)."""
     log = {"out": SinkSpec(SinkKind.LOG, ordered=True)}
-    many = Builder(log)
-    many.append("r0", "p", "k1", 1)
+    many = HistoryBuilder(log)
+    many.append("r0", "p", key="k1", value=1)
     many.at(K.ACK, "r0")
     many.at(K.READ, "r0", process=1)
     many.emit("r0", part=0, parts=70, sink="out", process=1)
@@ -328,11 +288,11 @@ def test_rare_shapes_many_parts_and_appends_out_of_offset_order(spark: Any, tmp_
     many.observe(1, "out")
     many.add(K.OBSERVE, sink="out", output_id=7, record_id="r0", part=75)
     many.add(K.END, detail="complete")
-    jumpy = Builder(log)
-    jumpy.append("a", "p", "k1", 1, offset=3)
-    jumpy.append("b", "p", "k1", 1, offset=1)
+    jumpy = HistoryBuilder(log)
+    jumpy.append("a", "p", offset=3, key="k1", value=1)
+    jumpy.append("b", "p", offset=1, key="k1", value=1)
     jumpy.at(K.ACK, "b")
-    jumpy.append("c", "p", "k2", 1, offset=2)
+    jumpy.append("c", "p", offset=2, key="k2", value=1)
     jumpy.at(K.ACK, "c")
     jumpy.add(K.FETCH, process=1, partition="p", offset=None)
     jumpy.at(K.READ, "c", process=1)
@@ -379,7 +339,7 @@ def test_sources_that_are_not_histories_are_refused(tmp_path: Path) -> None:
 def command_args(history: Path, *extra: str) -> Any:
     import argparse
 
-    from harness.spark.command import add_arguments
+    from harness.spark.check.command import add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
@@ -390,7 +350,7 @@ def command_args(history: Path, *extra: str) -> Any:
 def test_the_command_prints_the_verdict_json_and_exits_by_status(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness.spark.command import run
+    from harness.spark.check.command import run
 
     generated = generate_history(tmp_path / "h.parquet", records=600, plan=Plan(duplicated=1))
     assert run(command_args(tmp_path / "h.parquet")) == 1
@@ -410,16 +370,17 @@ def test_the_command_prints_the_verdict_json_and_exits_by_status(
         == 0
     )
     assert capsys.readouterr().out.startswith("VALID under at-least-once (1 run)\nrun generated: ")
+    assert run(command_args(tmp_path / "h.parquet", "--out", str(out), "--explain")) == 1
+    explained = capsys.readouterr().err
+    assert re.fullmatch(r"explain: [1-9]\d* Spark jobs for 1 run in \d+\.\d s\n", explained)
     stored = json.loads(out.read_text(encoding="utf-8"))
-    assert Verdict.from_json(stored["runs"]["generated"]) == check(
-        read_history(generated.path), ALO
-    )
+    assert Verdict.from_json(stored["runs"]["generated"]) == check(read_history(generated.path), EO)
 
 
 def test_the_command_reports_errors_on_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness.spark.command import run
+    from harness.spark.check.command import run
 
     assert run(command_args(tmp_path / "nothing.parquet")) == 2
     captured = capsys.readouterr()
@@ -567,7 +528,7 @@ def test_without_pyspark_the_checker_names_the_pip_command() -> None:
 
 def test_importing_the_spark_package_imports_neither_pyspark_nor_pyarrow() -> None:
     code = (
-        "import sys, harness, harness.spark, harness.spark.command, harness.spark.job; "
+        "import sys, harness, harness.spark, harness.spark.check.command, harness.spark.job; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j', 'pyarrow')))"
     )
     result = subprocess.run(

@@ -26,7 +26,7 @@ if not os.environ.get("CI"):
 import harness.spark.job
 from harness.check import Guarantee, check
 from harness.history import read_history
-from harness.spark.generate import Plan, generate_history
+from harness.spark.check.generate import Plan, generate_history
 
 pytestmark = pytest.mark.slow
 

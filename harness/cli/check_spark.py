@@ -1,6 +1,6 @@
 """``python -m harness check-spark HISTORY``: the Spark checker, behind the same front door.
 
-The options are declared by ``harness.spark.command`` (shared with ``spark-submit
+The options are declared by ``harness.spark.check.command`` (shared with ``spark-submit
 harness/spark/job.py``), imported only when this command runs. The history is looked at
 before any JVM starts: a missing path, a directory without Parquet files or a file that is
 not history Parquet (a JSONL history, say) is one line on stderr within a second, not after
@@ -43,13 +43,13 @@ DESCRIPTION: Final = (
 
 def _command() -> Any:
     try:
-        return importlib.import_module("harness.spark.command")
+        return importlib.import_module("harness.spark.check.command")
     except ImportError as exc:
         raise ConfigError(f"the Spark checker is not available ({exc})") from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare the Spark command's options (``harness.spark.command.add_arguments``)."""
+    """Declare the Spark command's options (``harness.spark.check.command.add_arguments``)."""
     _command().add_arguments(parser)
 
 

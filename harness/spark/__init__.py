@@ -10,15 +10,23 @@
 * :func:`generate_history` writes large histories with anomalies planted at known places and
   returns the exact answer (:class:`GeneratedHistory`).
 * ``python -m harness check-spark`` and ``spark-submit harness/spark/job.py`` are the command
-  line (:mod:`harness.spark.command`).
+  line (:mod:`harness.spark.check.command`).
 
 Importing this package imports neither pyspark nor pyarrow; they are needed (``pip install
 'stream-harness[spark]'``) only when a check or a generator runs. ``docs/spark.md`` explains
 the passes, the parity with the local checker and the measured throughput.
 """
 
-from harness.spark.checker import Analysis, SparkCheck, analyze_parquet, check_parquet
-from harness.spark.generate import EVENTS_PER_RECORD, GeneratedHistory, Plan, generate_history
+from harness.spark.check import (
+    EVENTS_PER_RECORD,
+    Analysis,
+    GeneratedHistory,
+    Plan,
+    SparkCheck,
+    analyze_parquet,
+    check_parquet,
+    generate_history,
+)
 from harness.spark.java import MIN_JAVA, JavaInfo, JavaUnavailable, java_info
 from harness.spark.session import spark_session, stop_spark_session
 from harness.spark.source import HistoryFile, RunSource, discover_runs

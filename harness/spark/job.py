@@ -6,7 +6,7 @@
         --guarantee exactly-once --out verdict.json
 
 takes the same options as ``python -m harness check-spark`` (see
-:mod:`harness.spark.command`) and exits with the same codes: 0 VALID, 1 INVALID, 2 UNKNOWN
+:mod:`harness.spark.check.command`) and exits with the same codes: 0 VALID, 1 INVALID, 2 UNKNOWN
 or an error. The ``harness`` package must be importable by the driver's Python (installed,
 or on ``PYTHONPATH``). ``python -m harness.spark.job`` runs it without spark-submit.
 """
@@ -23,7 +23,7 @@ __all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default: ``sys.argv[1:]``), check, stop Spark; return the exit code."""
-    from harness.spark.command import add_arguments, run
+    from harness.spark.check.command import add_arguments, run
     from harness.spark.session import stop_spark_session
 
     parser = argparse.ArgumentParser(

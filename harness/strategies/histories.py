@@ -31,7 +31,14 @@ from harness.history.events import (
     SinkSpec,
 )
 
-__all__ = ["KEYS", "PARTITIONS", "empty_history", "histories", "malformed_histories"]
+__all__ = [
+    "KEYS",
+    "PARTITIONS",
+    "HistoryBuilder",
+    "empty_history",
+    "histories",
+    "malformed_histories",
+]
 
 KEYS: Final = ("k1", "k2", "k3")
 PARTITIONS: Final = ("p", "q")
@@ -59,9 +66,9 @@ _STRS: Final = ("partition", "record_id", "key", "sink", "detail")
 _COMPLETE: Final = EndDetail.COMPLETE.value
 
 
-class _Builder:
-    """Writes a history event by event; records get the next offset of their partition
-    unless told otherwise."""
+class HistoryBuilder:
+    """Writes a history event by event (over :data:`PARTITIONS`); records get the next
+    offset of their partition unless told otherwise, outputs the next output id."""
 
     def __init__(self, sinks: dict[str, SinkSpec]) -> None:
         self.sinks = sinks
@@ -73,7 +80,9 @@ class _Builder:
     def add(self, kind: EventKind, **fields: Any) -> None:
         self.events.append(Event(index=len(self.events), kind=kind, **fields))
 
-    def append(self, record_id: str, partition: str, offset: int | None, **fields: Any) -> None:
+    def append(
+        self, record_id: str, partition: str, *, offset: int | None = None, **fields: Any
+    ) -> None:
         offset = self.next_offset.get(partition, 0) if offset is None else offset
         self.next_offset[partition] = offset + 1
         self.add(_K.APPEND, partition=partition, offset=offset, record_id=record_id, **fields)
@@ -117,7 +126,7 @@ def _sinks(draw: st.DrawFn) -> dict[str, SinkSpec]:
 class _Drawn:
     """The state of one drawn run: what was appended, acknowledged, begun."""
 
-    def __init__(self, draw: st.DrawFn, b: _Builder) -> None:
+    def __init__(self, draw: st.DrawFn, b: HistoryBuilder) -> None:
         self.draw, self.b = draw, b
         self.logs = [n for n, s in b.sinks.items() if s.kind is SinkKind.LOG] or ["out"]
         self.appended: list[str] = []
@@ -132,7 +141,7 @@ class _Drawn:
             b.append(
                 f"r{len(self.appended)}",
                 partition,
-                draw(st.integers(top + 1, top + 4)) if jump else None,
+                offset=draw(st.integers(top + 1, top + 4)) if jump else None,
                 key=draw(st.sampled_from(KEYS)),
                 value=draw(st.integers(0, 3)),
                 detail=draw(st.sampled_from([None, None, None, AppendDetail.POISON.value])),
@@ -210,7 +219,7 @@ class _Drawn:
 @st.composite
 def histories(draw: st.DrawFn) -> History:
     """Well-formed histories of random events (see the module docstring)."""
-    b = _Builder(_sinks(draw))
+    b = HistoryBuilder(_sinks(draw))
     run = _Drawn(draw, b)
     for _ in range(draw(st.integers(0, 40))):
         step = draw(st.sampled_from(_STEPS))

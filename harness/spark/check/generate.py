@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, final
 
+from harness.check.policy import breaks
 from harness.check.verdict import AnomalyKind, Guarantee, Status
 from harness.errors import ConfigError
 from harness.history.events import EVENT_FIELDS, SCHEMA_VERSION
@@ -51,8 +52,6 @@ __all__ = ["EVENTS_PER_RECORD", "GeneratedHistory", "Plan", "generate_history"]
 EVENTS_PER_RECORD: Final = 5
 """Events each input record contributes (append, ack, read, emit, observe), besides the
 per-block commits and the few fixed events."""
-
-_TOLERATED_UNDER_ALO: Final = frozenset({AnomalyKind.DUPLICATE, AnomalyKind.OFFSET_REGRESSION})
 
 
 @final
@@ -73,6 +72,8 @@ class Plan:
     skipped: int = 0
     ahead: int = 0
     regressed: int = 0
+    aborted: int = 0
+    """Records whose (only) output was emitted in a transaction that aborted."""
 
     def __post_init__(self) -> None:
         for name in self.__slots__:
@@ -89,7 +90,8 @@ class Plan:
             + self.reordered
             + self.skipped
             + self.ahead
-            + (self.regressed)
+            + self.regressed
+            + self.aborted
         )
 
 
@@ -123,17 +125,11 @@ class GeneratedHistory:
         tolerated: dict[str, int] = {}
         for kind in AnomalyKind:
             count = self.occurrences.get(kind, 0)
-            if not count:
-                continue
-            if guarantee is Guarantee.AT_LEAST_ONCE and kind in _TOLERATED_UNDER_ALO:
-                tolerated[kind.value] = count
-            elif guarantee is Guarantee.AT_LEAST_ONCE and kind is AnomalyKind.COUNT_MISMATCH:
-                if self.overcounted:
-                    tolerated[kind.value] = self.overcounted
-                if count - self.overcounted:
-                    failing[kind.value] = count - self.overcounted
-            else:
-                failing[kind.value] = count
+            over = self.overcounted if kind is AnomalyKind.COUNT_MISMATCH else 0
+            for side, n in ((True, over), (False, count - over)):
+                if n:
+                    found = failing if breaks(kind, guarantee, over=side) else tolerated
+                    found[kind.value] = found.get(kind.value, 0) + n
         return (Status.INVALID if failing else Status.VALID), failing, tolerated
 
 
@@ -221,7 +217,7 @@ def generate_history(
         },
         "extra": {
             "block": block,
-            "generator": "harness.spark.generate",
+            "generator": "harness.spark.check.generate",
             "keys": keys,
             "records": records,
         },
@@ -268,6 +264,7 @@ def _place(plan: Plan, *, blocks: int, block: int, partitions: int) -> _Placemen
         + [AnomalyKind.SKIP] * plan.skipped
         + [AnomalyKind.OFFSET_AHEAD] * plan.ahead
         + [AnomalyKind.OFFSET_REGRESSION] * plan.regressed
+        + [AnomalyKind.ABORTED_READ] * plan.aborted
     )
     inner = blocks - 2
     for slot, kind in enumerate(kinds):
@@ -361,18 +358,28 @@ def _tables(
             yield out.table(count - 1, reads)
         else:
             yield out.table(count, reads)
-        yield out.table(
-            count,
-            {
-                "kind": "emit",
-                "process": 1,
-                "sink": "out",
-                "output_id": index,
-                "record_id": record_id,
-                "part": 0,
-                "parts": 1,
-            },
-        )
+        aborted = planted is not None and planted[0] is AnomalyKind.ABORTED_READ
+        if aborted:  # the planted record's output is emitted in a transaction that aborts
+            yield out.table(1, {"kind": "txn-begin", "process": 1, "txn": number})
+        emits = {
+            "kind": "emit",
+            "process": 1,
+            "sink": "out",
+            "output_id": index,
+            "record_id": record_id,
+            "part": 0,
+            "parts": 1,
+        }
+        if aborted:
+            assert planted is not None
+            emits["txn"] = pc.if_else(
+                pc.equal(index, planted[1]),
+                pa.scalar(number, pa.int64()),
+                pa.scalar(None, pa.int64()),
+            )
+        yield out.table(count, emits)
+        if aborted:
+            yield out.table(1, {"kind": "txn-abort", "process": 1, "txn": number})
         # the next offset of each partition after this block
         commits = [(j, -(-(stop - j) // partitions)) for j in range(partitions) if start + j < stop]
         yield out.table(
@@ -488,6 +495,7 @@ def _answer(
         AnomalyKind.LOST: plan.lost,
         AnomalyKind.DUPLICATE: plan.duplicated,
         AnomalyKind.UNEXPECTED: plan.unexpected,
+        AnomalyKind.ABORTED_READ: plan.aborted,
         AnomalyKind.COUNT_MISMATCH: plan.miscounted,
         AnomalyKind.NONMONOTONIC: plan.reordered,
         AnomalyKind.SKIP: plan.skipped,

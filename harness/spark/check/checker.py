@@ -7,15 +7,18 @@ same reasons and the same stats. A source may hold many runs (see
 :mod:`harness.spark.source`); each gets its own verdict, as if checked alone, and
 :attr:`SparkCheck.status` is the worst of them.
 
-The work is split into few passes over the data (:mod:`harness.spark._queries`); only counts
+The work is split into few passes over the data (:mod:`harness.spark.check.queries`); only counts
 and a handful of rows per anomaly ever reach the driver. pyspark is imported when a check
 runs, never when this module is imported.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, final
@@ -26,22 +29,19 @@ from harness.check.validate import MAX_PROBLEMS
 from harness.check.verdict import MAX_WITNESSES, AnomalyKind, Guarantee, Status, Verdict, Witness
 from harness.errors import ConfigError
 from harness.history.events import EndDetail, SinkKind
-from harness.spark._format import lexicographic, problem_message
+from harness.spark.check._format import lexicographic, problem_message
+from harness.spark.check._occurrence import COLUMNS, Occurrence
 from harness.spark.session import require_pyspark
 from harness.spark.source import RunSource, discover_runs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from harness.spark._queries import Context, Summary
+    from harness.spark.check.queries import Context, Summary
 
 __all__ = ["Analysis", "SparkCheck", "analyze_parquet", "check_parquet"]
 
-_OCCURRENCE_SCHEMA: Final = (
-    "run int, kind string, sub string, cls string, weight long, ev array<long>, "
-    "rk array<string>, rid string, pos long, l1 long, l2 long, l3 long, l4 long, l5 long, "
-    "l6 long, s1 string, s2 string, la array<long>"
-)
+_OCCURRENCE_SCHEMA: Final = ", ".join(f"{name} {kind}" for name, kind in COLUMNS)
 
 
 @final
@@ -55,6 +55,8 @@ class SparkCheck:
 
     guarantee: Guarantee
     verdicts: Mapping[str, Verdict]
+    jobs: int = field(default=0, compare=False)
+    """How many Spark jobs the check ran (0 when read back from JSON)."""
 
     @property
     def status(self) -> Status:
@@ -102,6 +104,8 @@ class Analysis:
 
     runs: tuple[str, ...]
     _verdicts: Mapping[Guarantee, Mapping[str, Verdict]] = field(repr=False)
+    jobs: int = field(default=0, compare=False)
+    """How many Spark jobs the queries ran (``--explain`` prints it)."""
 
     def verdicts(self, guarantee: Guarantee) -> SparkCheck:
         """The :class:`SparkCheck` under ``guarantee``."""
@@ -110,7 +114,7 @@ class Analysis:
                 f"guarantee must be a Guarantee (Guarantee.AT_LEAST_ONCE or "
                 f"Guarantee.EXACTLY_ONCE), got {guarantee!r}"
             )
-        return SparkCheck(guarantee=guarantee, verdicts=self._verdicts[guarantee])
+        return SparkCheck(guarantee=guarantee, verdicts=self._verdicts[guarantee], jobs=self.jobs)
 
 
 def check_parquet(
@@ -147,15 +151,17 @@ def analyze_parquet(path: str | os.PathLike[str], *, spark: SparkSession | None 
         from harness.spark.session import spark_session
 
         spark = spark_session()
-    from harness.spark import _queries
+    from harness.spark.check import queries as _queries
 
     shuffle = int(spark.conf.get("spark.sql.shuffle.partitions") or 4)
-    context = _queries.load(spark, runs, max(1, shuffle))
-    try:
-        verdicts = _Checker(context, runs).run()
-    finally:
-        context.release()
+    with _counted_jobs(spark) as jobs:
+        context = _queries.load(spark, runs, max(1, shuffle))
+        try:
+            verdicts = _Checker(context, runs).run()
+        finally:
+            context.release()
     return Analysis(
+        jobs=len(jobs),
         runs=tuple(run.run_id for run in runs),
         _verdicts=MappingProxyType(
             {
@@ -166,6 +172,23 @@ def analyze_parquet(path: str | os.PathLike[str], *, spark: SparkSession | None 
             }
         ),
     )
+
+
+@contextlib.contextmanager
+def _counted_jobs(spark: SparkSession) -> Iterator[list[int]]:
+    """Run the block's Spark jobs in a job group of their own; the yielded list holds their
+    ids afterwards (the caller's job group is restored)."""
+    context = spark.sparkContext
+    key = "spark.jobGroup.id"
+    previous = context.getLocalProperty(key)
+    group = f"harness-check-{uuid.uuid4().hex}"
+    context.setJobGroup(group, "harness Spark checker")
+    jobs: list[int] = []
+    try:
+        yield jobs
+    finally:
+        jobs.extend(context.statusTracker().getJobIdsForGroup(group))
+        context.setLocalProperty(key, previous)  # type: ignore[arg-type]
 
 
 @dataclass(slots=True)
@@ -208,7 +231,7 @@ class _Checker:
         self.runs = [_Run(number, source) for number, source in enumerate(runs)]
 
     def run(self) -> dict[Guarantee, dict[int, Verdict]]:
-        from harness.spark import _queries as q
+        from harness.spark.check import queries as q
 
         summaries, tables = q.summary(self.context)
         for state in self.runs:
@@ -399,7 +422,7 @@ class _Checker:
         nulls = [n for n in valid if _summary_of(self.runs[n]).null_observes]
         if nulls:
             frames.append(_null_unexpected(q.null_observes(context, nulls)))
-        occurrences = q._union(q._conform(f, _columns()) for f in frames)
+        occurrences = q.union_all(q.conform(f, _columns()) for f in frames)
         occurrences = occurrences.where(F.col("run").isin(*valid))
         from pyspark.sql import Window
 
@@ -415,7 +438,7 @@ class _Checker:
             .collect()
         )
         totals = {(r["run"], r["kind"], r["sub"], r["cls"]): int(r["total"]) for r in firsts}
-        return self._build_groups(q, totals, firsts, facts)
+        return self._build_groups(q, totals, [Occurrence.from_row(r) for r in firsts], facts)
 
     def _verdict(
         self,
@@ -443,43 +466,40 @@ class _Checker:
         self,
         q: Any,
         totals: Mapping[tuple[int, str, str, str], int],
-        firsts: Sequence[Any],
+        firsts: Sequence[Occurrence],
         facts: DataFrame,
     ) -> dict[int, dict[tuple[AnomalyKind, str], tuple[int, list[Witness]]]]:
         """Per run and (kind, class): the exact count and the candidate witnesses."""
         result: dict[int, dict[tuple[AnomalyKind, str], tuple[int, list[Witness]]]] = {}
-        by_key: dict[tuple[int, str, str, str], list[Any]] = {}
+        by_key: dict[tuple[int, str, str, str], list[Occurrence]] = {}
         for row in firsts:
-            by_key.setdefault((row["run"], row["kind"], row["sub"], row["cls"]), []).append(row)
+            by_key.setdefault((row.run, row.kind, row.sub, row.cls), []).append(row)
         # details only the data can give: skipped and claimed records, keys' records, parts
         needs_range = sorted(
             {
-                (row["run"], row["l6"])
+                (row.run, row.pno)
                 for (_, kind, sub, _), rows in by_key.items()
                 if kind == "skip" or (kind == "offset-ahead" and sub == "a")
                 for row in rows
             }
         )
         unsorted = q.unsorted_partitions(facts, self.context, needs_range)
-        ranges: list[tuple[int, int, int, int, int]] = []
-        exact: list[tuple[int, int, int, int, int]] = []
+        ranges: list[tuple[int, int, int | None, int, int]] = []
+        exact: list[tuple[int, int, int | None, int, int]] = []
         keys: list[tuple[int, str]] = []
         big: list[tuple[int, str]] = []
         for (run, kind, sub, _), rows in by_key.items():
             for i, row in enumerate(rows):
                 ident = len(ranges) + len(exact)
                 if kind == "skip" or (kind == "offset-ahead" and sub == "a"):
-                    if kind == "skip":
-                        low = row["l4"] + 1 if row["l3"] == 2 else row["l4"]
-                    else:
-                        low = 0 if row["l3"] is None else row["l3"] + 1
-                    item = (ident, run, row["l6"], low, row["l1"])
-                    (exact if (run, row["l6"]) in unsorted else ranges).append(item)
-                    rows[i] = {**row.asDict(), "range": ident}
-                elif kind == "count-mismatch":
-                    keys.append((run, row["s2"]))
-                elif kind == "lost" and row["l4"]:
-                    big.append((run, row["rid"]))
+                    assert row.offset is not None
+                    item = (ident, run, row.pno, _range_low(row), row.offset)
+                    (exact if (run, row.pno) in unsorted else ranges).append(item)
+                    rows[i] = dataclasses.replace(row, range_id=ident)
+                elif kind == "count-mismatch" and row.key is not None:
+                    keys.append((run, row.key))
+                elif kind == "lost" and row.big and row.rid is not None:
+                    big.append((run, row.rid))
         between = q.records_between(facts, self.context, ranges)
         if exact:
             lists = q.append_offsets(
@@ -506,6 +526,15 @@ class _Checker:
             previous = result.setdefault(run, {}).get(group, (0, []))
             result[run][group] = (previous[0] + count, previous[1] + made)
         return result
+
+
+def _range_low(row: Occurrence) -> int:
+    """Where the skipped (or claimed) range of a skip (or offset-ahead) occurrence starts."""
+    assert row.low is not None or row.kind != "skip"
+    if row.kind == "skip":
+        assert row.low is not None
+        return row.low + 1 if row.how == 2 else row.low
+    return 0 if row.low is None else row.low + 1
 
 
 def _summary_of(state: _Run) -> Summary:
@@ -564,88 +593,99 @@ def _bisected(appends: Sequence[tuple[int, str]], low: int, high: int) -> tuple[
 def _witnesses(
     kind: AnomalyKind,
     sub: str,
-    row: Any,
+    row: Occurrence,
     names: Mapping[int, str],
     between: Mapping[int, tuple[list[str], int]],
     key_ids: Mapping[tuple[int, str], list[str]],
     seen: Mapping[tuple[int, str], set[int]],
     run: int,
 ) -> list[Witness]:
-    get = row.__getitem__
+    o: Any = row  # the fields a kind uses are set: its frame fills them
     if kind is AnomalyKind.LOST:
-        rid, ack, parts, mask, high = get("rid"), get("l1"), get("l2"), get("l3"), get("l4")
-        observed = seen.get((run, rid)) if high else None
-        result = []
-        for part in lexicographic(parts):
-            shown = (
-                part in observed
-                if observed is not None
-                else part < 62 and bool((mask or 0) >> part & 1)
-            )
-            if shown:
-                continue
-            result.append(witness((rid,), get("ev"), wording.lost(rid, part, ack)))
-            if len(result) == MAX_WITNESSES:
-                break
-        return result
+        return _lost_parts(o, seen.get((run, o.rid)) if o.big else None)
     if kind is AnomalyKind.DUPLICATE:
-        detail = wording.duplicate(get("rid"), get("l1"), get("la"))
-        return [witness((get("rid"),), get("ev"), detail)]
+        return [witness((o.rid,), o.ev, wording.duplicate(o.rid, o.part, o.outputs))]
     if kind is AnomalyKind.UNEXPECTED:
-        return [_unexpected(row)]
+        return [_unexpected(o)]
     if kind is AnomalyKind.ABORTED_READ:
-        detail = wording.aborted_read(get("l1"), get("s1"), get("l2"), get("l3"), get("l4"))
-        rid = get("rid")
-        return [witness(() if rid is None else (rid,), get("ev"), detail)]
+        detail = wording.aborted_read(o.output_id, o.sink, o.emit_pos, o.txn, o.abort_pos)
+        return [witness(() if o.rid is None else (o.rid,), o.ev, detail)]
     if kind is AnomalyKind.COUNT_MISMATCH:
-        detail = wording.count_mismatch(get("s1"), get("s2"), get("l1"), get("l2"))
-        return [witness(key_ids.get((run, get("s2")), []), get("ev"), detail)]
+        detail = wording.count_mismatch(o.sink, o.key, o.expected, o.observed)
+        return [witness(key_ids.get((run, o.key), []), o.ev, detail)]
     if kind is AnomalyKind.NONMONOTONIC:
         detail = wording.nonmonotonic(
-            get("s2"), get("rid"), get("l1"), names[get("l3")], get("s1"), get("l2")
+            o.sink, o.rid, o.offset, names[o.pno], o.before_record, o.before_offset
         )
-        return [witness((get("s1"), get("rid")), get("ev"), detail)]
-    partition = names[get("l6")]
+        return [witness((o.before_record, o.rid), o.ev, detail)]
+    partition = names[o.pno]
     if kind is AnomalyKind.SKIP:
-        offset, process, how, low, before = (get(n) for n in ("l1", "l2", "l3", "l4", "l5"))
-        if how == 2:
-            since = wording.since_read(low, before)
-            low = low + 1
+        if o.how == 2:
+            since = wording.since_read(o.low, o.before)
         else:
-            since = wording.since_fetch(None if how == 0 else low, before)
-        records, skipped = between[get("range")]
-        detail = wording.skip(process, offset, partition, since, low, skipped)
-        return [witness(records, get("ev"), detail)]
+            since = wording.since_fetch(None if o.how == 0 else o.low, o.before)
+        records, skipped = between[o.range_id]
+        detail = wording.skip(o.process, o.offset, partition, since, _range_low(o), skipped)
+        return [witness(records, o.ev, detail)]
     if kind is AnomalyKind.OFFSET_AHEAD and sub == "a":
-        detail = wording.ahead_of_reads(get("l2"), get("l1"), partition, get("l3"), get("l4"))
-        return [witness(between[get("range")][0], get("ev"), detail)]
+        detail = wording.ahead_of_reads(o.process, o.offset, partition, o.low, o.before)
+        return [witness(between[o.range_id][0], o.ev, detail)]
     if kind is AnomalyKind.OFFSET_AHEAD:
-        detail = wording.past_lost(get("l2"), get("l1"), partition, get("rid"), get("l3"))
-        return [witness((get("rid"),), get("ev"), detail)]
+        detail = wording.past_lost(o.process, o.offset, partition, o.rid, o.record_offset)
+        return [witness((o.rid,), o.ev, detail)]
     assert kind is AnomalyKind.OFFSET_REGRESSION
-    detail = wording.regression(get("l2"), get("l1"), partition, get("l3"), get("l4"))
-    return [witness((), get("ev"), detail)]
+    detail = wording.regression(o.process, o.offset, partition, o.low, o.before)
+    return [witness((), o.ev, detail)]
 
 
-def _unexpected(row: Any) -> Witness:
-    """An output its record's rules do not allow (``l3``: 0 never appended, 1 never
-    acknowledged, 2 poison, 3 a part no emit declared; null: no record)."""
-    get = row.__getitem__
-    output, sink, rid, how = get("l1"), get("s1"), get("rid"), get("l3")
-    if rid is None:
-        return witness((), get("ev"), wording.unexpected_no_record(output, sink))
-    if how == 0:
-        detail = wording.unexpected_not_appended(output, sink, rid)
-    elif how == 1:
-        detail = wording.unexpected_unacknowledged(output, sink, rid, get("l2"))
-    elif how == 2:
-        detail = wording.unexpected_poison(output, sink, rid, get("l2"))
+def _lost_parts(o: Any, observed: set[int] | None) -> list[Witness]:
+    """The first missing parts of a lost record, in the local checker's order (the parts'
+    decimal strings), from its bit mask (or its ``observed`` parts when it has many)."""
+    result = []
+    for part in lexicographic(o.parts):
+        if observed is not None:
+            shown = part in observed
+        else:
+            shown = part < 62 and bool((o.mask or 0) >> part & 1)
+        if not shown:
+            result.append(witness((o.rid,), o.ev, wording.lost(o.rid, part, o.ack)))
+            if len(result) == MAX_WITNESSES:
+                break
+    return result
+
+
+def _unexpected(o: Any) -> Witness:
+    """An output its record's rules do not allow (see :attr:`Occurrence.how`)."""
+    if o.rid is None:
+        return witness((), o.ev, wording.unexpected_no_record(o.output_id, o.sink))
+    if o.how == 0:
+        detail = wording.unexpected_not_appended(o.output_id, o.sink, o.rid)
+    elif o.how == 1:
+        detail = wording.unexpected_unacknowledged(o.output_id, o.sink, o.rid, o.app_pos)
+    elif o.how == 2:
+        detail = wording.unexpected_poison(o.output_id, o.sink, o.rid, o.app_pos)
     else:
-        detail = wording.unexpected_part(output, sink, rid, get("l4"), get("l5"))
-    return witness((rid,), get("ev"), detail)
+        detail = wording.unexpected_part(o.output_id, o.sink, o.rid, o.part, o.parts)
+    return witness((o.rid,), o.ev, detail)
 
 
 # ------------------------------------------------------------- occurrence frames (Spark)
+
+
+def _head(kind: str, *, sub: str = "", cls: Any = "", weight: Any = 1) -> list[Any]:
+    """The columns that identify an occurrence (:class:`Occurrence`'s first ones)."""
+    from pyspark.sql import functions as F
+
+    def literal(value: Any) -> Any:
+        return F.lit(value) if isinstance(value, (str, int)) else value
+
+    return [
+        F.col("run"),
+        F.lit(kind).alias("kind"),
+        F.lit(sub).alias("sub"),
+        literal(cls).alias("cls"),
+        literal(weight).cast("long").alias("weight"),
+    ]
 
 
 def _columns() -> list[tuple[str, Any]]:
@@ -659,7 +699,7 @@ def _columns() -> list[tuple[str, Any]]:
 def _lost(facts: DataFrame, lossy: Sequence[int]) -> DataFrame:
     from pyspark.sql import functions as F
 
-    from harness.spark._queries import _sorted_events
+    from harness.spark.check.queries import sorted_events
 
     missing = F.col("parts") - F.coalesce(F.col("below"), F.lit(0))
     rows = facts.where(
@@ -669,18 +709,14 @@ def _lost(facts: DataFrame, lossy: Sequence[int]) -> DataFrame:
         & (missing > 0)
     )
     return rows.select(
-        "run",
-        F.lit("lost").alias("kind"),
-        F.lit("").alias("sub"),
-        F.lit("").alias("cls"),
-        missing.alias("weight"),
-        _sorted_events(F.col("ack_first"), F.col("read_last"), F.col("emit_last")).alias("ev"),
+        *_head("lost", weight=missing),
+        sorted_events(F.col("ack_first"), F.col("read_last"), F.col("emit_last")).alias("ev"),
         F.array(F.col("record_id")).alias("rk"),
         F.col("record_id").alias("rid"),
-        F.col("ack_first").alias("l1"),
-        F.col("parts").alias("l2"),
-        F.col("omask").alias("l3"),
-        (F.col("parts") > 62).cast("long").alias("l4"),
+        F.col("ack_first").alias("ack"),
+        "parts",
+        F.col("omask").alias("mask"),
+        (F.col("parts") > 62).cast("long").alias("big"),
     )
 
 
@@ -695,26 +731,22 @@ def _effects(
         rows = q.observe_rows(context, facts, unacked, kind="unexpected")
         frames.append(
             rows.select(
-                "run",
-                F.lit("unexpected").alias("kind"),
-                F.lit("").alias("sub"),
-                F.lit("").alias("cls"),
-                F.lit(1).cast("long").alias("weight"),
-                q._sorted_events(F.col("pos"), F.col("app_pos")).alias("ev"),
+                *_head("unexpected"),
+                q.sorted_events(F.col("pos"), F.col("app_pos")).alias("ev"),
                 F.array(F.col("record_id")).alias("rk"),
                 F.col("record_id").alias("rid"),
                 "pos",
-                F.col("output_id").alias("l1"),
-                F.col("app_pos").alias("l2"),
+                "output_id",
+                "app_pos",
                 F.when(F.col("app_pos").isNull(), 0)
                 .when(F.col("ack_n") == 0, 1)
                 .when(F.col("poison"), 2)
                 .otherwise(3)
                 .cast("long")
-                .alias("l3"),
-                F.col("part").alias("l4"),
-                F.col("parts").alias("l5"),
-                F.col("sink").alias("s1"),
+                .alias("how"),
+                "part",
+                "parts",
+                "sink",
             )
         )
     if doubled:
@@ -727,19 +759,15 @@ def _pairs(pairs: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     return pairs.select(
-        "run",
-        F.lit("nonmonotonic").alias("kind"),
-        F.lit("").alias("sub"),
-        F.lit("").alias("cls"),
-        F.lit(1).cast("long").alias("weight"),
+        *_head("nonmonotonic"),
         F.array(F.col("prev_pos"), F.col("pos")).alias("ev"),
         F.array(F.col("prev_rid"), F.col("record_id")).alias("rk"),
         F.col("record_id").alias("rid"),
-        F.col("prev_rid").alias("s1"),
-        F.col("sink").alias("s2"),
-        F.col("off").alias("l1"),
-        F.col("prev_off").alias("l2"),
-        F.col("pno").cast("long").alias("l3"),
+        F.col("prev_rid").alias("before_record"),
+        "sink",
+        F.col("off").alias("offset"),
+        F.col("prev_off").alias("before_offset"),
+        F.col("pno").cast("long").alias("pno"),
     )
 
 
@@ -749,16 +777,12 @@ def _duplicates(effects: DataFrame) -> DataFrame:
     positions = F.transform(F.col("copies"), lambda c: c["pos"])
     emits = F.coalesce(F.col("emits"), F.array().cast("array<long>"))
     return effects.select(
-        "run",
-        F.lit("duplicate").alias("kind"),
-        F.lit("").alias("sub"),
-        F.lit("").alias("cls"),
-        (F.size("copies") - 1).cast("long").alias("weight"),
+        *_head("duplicate", weight=F.size("copies") - 1),
         F.array_sort(F.array_distinct(F.concat(positions, emits))).alias("ev"),
         F.array(F.col("record_id")).alias("rk"),
         F.col("record_id").alias("rid"),
-        F.col("part").alias("l1"),
-        F.transform(F.col("copies"), lambda c: c["output_id"]).alias("la"),
+        "part",
+        F.transform(F.col("copies"), lambda c: c["output_id"]).alias("outputs"),
     )
 
 
@@ -766,46 +790,25 @@ def _orders(parts: DataFrame) -> list[DataFrame]:
     """skip, offset-ahead and offset-regression occurrences from the partition pass."""
     from pyspark.sql import functions as F
 
-    common = [F.lit("").alias("cls"), F.lit(1).cast("long").alias("weight")]
+    facts: list[Any] = [
+        F.col("off").alias("offset"),
+        "process",
+        "low",
+        "before",
+        F.col("pno").cast("long").alias("pno"),
+    ]
+    pair = F.array(F.col("before"), F.col("pos")).alias("ev")
     skips = parts.where(F.col("tag") == "S").select(
-        "run",
-        F.lit("skip").alias("kind"),
-        F.lit("").alias("sub"),
-        *common,
-        F.array(F.col("before"), F.col("pos")).alias("ev"),
-        F.col("off").alias("l1"),
-        F.col("process").alias("l2"),
-        F.col("how").cast("long").alias("l3"),
-        F.col("low").alias("l4"),
-        F.col("before").alias("l5"),
-        F.col("pno").cast("long").alias("l6"),
+        *_head("skip"), pair, F.col("how").cast("long").alias("how"), *facts
+    )
+    read = F.when(F.col("before").isNull(), F.array(F.col("pos"))).otherwise(
+        F.array(F.col("before"), F.col("pos"))
     )
     ahead = parts.where(F.col("tag") == "A").select(
-        "run",
-        F.lit("offset-ahead").alias("kind"),
-        F.lit("a").alias("sub"),
-        *common,
-        F.when(F.col("before").isNull(), F.array(F.col("pos")))
-        .otherwise(F.array(F.col("before"), F.col("pos")))
-        .alias("ev"),
-        F.col("off").alias("l1"),
-        F.col("process").alias("l2"),
-        F.col("low").alias("l3"),
-        F.col("before").alias("l4"),
-        F.col("pno").cast("long").alias("l6"),
+        *_head("offset-ahead", sub="a"), read.alias("ev"), *facts
     )
     regression = parts.where(F.col("tag") == "G").select(
-        "run",
-        F.lit("offset-regression").alias("kind"),
-        F.lit("").alias("sub"),
-        *common,
-        F.array(F.col("before"), F.col("pos")).alias("ev"),
-        F.array().cast("array<string>").alias("rk"),
-        F.col("off").alias("l1"),
-        F.col("process").alias("l2"),
-        F.col("low").alias("l3"),
-        F.col("before").alias("l4"),
-        F.col("pno").cast("long").alias("l6"),
+        *_head("offset-regression"), pair, F.array().cast("array<string>").alias("rk"), *facts
     )
     return [skips, ahead, regression]
 
@@ -814,18 +817,14 @@ def _past(past: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     return past.select(
-        "run",
-        F.lit("offset-ahead").alias("kind"),
-        F.lit("b").alias("sub"),
-        F.lit("").alias("cls"),
-        F.lit(1).cast("long").alias("weight"),
+        *_head("offset-ahead", sub="b"),
         F.array(F.col("pos")).alias("ev"),
         F.array(F.col("record_id")).alias("rk"),
         F.col("record_id").alias("rid"),
-        F.col("before").alias("l1"),
-        F.col("process").alias("l2"),
-        F.col("off").alias("l3"),
-        F.col("pno").cast("long").alias("l6"),
+        F.col("before").alias("offset"),
+        "process",
+        F.col("off").alias("record_offset"),
+        F.col("pno").cast("long").alias("pno"),
     )
 
 
@@ -833,45 +832,37 @@ def _mismatches(wrong: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     return wrong.select(
-        "run",
-        F.lit("count-mismatch").alias("kind"),
-        F.lit("").alias("sub"),
-        F.when(F.col("over"), "over").otherwise("under").alias("cls"),
-        F.lit(1).cast("long").alias("weight"),
+        *_head("count-mismatch", cls=F.when(F.col("over"), "over").otherwise("under")),
         F.when(F.col("observed").isNull(), F.array().cast("array<long>"))
         .otherwise(F.array(F.col("pos")))
         .alias("ev"),
         F.when(F.col("min_rid").isNull(), F.array().cast("array<string>"))
         .otherwise(F.array(F.col("min_rid")))
         .alias("rk"),
-        F.col("sink").alias("s1"),
-        F.col("key").alias("s2"),
-        F.col("expected").alias("l1"),
-        F.col("observed").alias("l2"),
+        "sink",
+        "key",
+        "expected",
+        "observed",
     )
 
 
 def _aborted(rows: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
-    from harness.spark._queries import _sorted_events
+    from harness.spark.check.queries import sorted_events
 
     return rows.select(
-        "run",
-        F.lit("aborted-read").alias("kind"),
-        F.lit("").alias("sub"),
-        F.lit("").alias("cls"),
-        F.lit(1).cast("long").alias("weight"),
-        _sorted_events(F.col("pos"), F.col("emit_pos"), F.col("abort_pos")).alias("ev"),
+        *_head("aborted-read"),
+        sorted_events(F.col("pos"), F.col("emit_pos"), F.col("abort_pos")).alias("ev"),
         F.when(F.col("record_id").isNull(), F.array().cast("array<string>"))
         .otherwise(F.array(F.col("record_id")))
         .alias("rk"),
         F.col("record_id").alias("rid"),
-        F.col("output_id").alias("l1"),
-        F.col("emit_pos").alias("l2"),
-        F.col("txn").alias("l3"),
-        F.col("abort_pos").alias("l4"),
-        F.col("sink").alias("s1"),
+        "output_id",
+        "emit_pos",
+        "txn",
+        "abort_pos",
+        "sink",
     )
 
 
@@ -879,13 +870,9 @@ def _null_unexpected(rows: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     return rows.select(
-        "run",
-        F.lit("unexpected").alias("kind"),
-        F.lit("").alias("sub"),
-        F.lit("").alias("cls"),
-        F.lit(1).cast("long").alias("weight"),
+        *_head("unexpected"),
         F.array(F.col("pos")).alias("ev"),
         F.array().cast("array<string>").alias("rk"),
-        F.col("output_id").alias("l1"),
-        F.col("sink").alias("s1"),
+        "output_id",
+        "sink",
     )

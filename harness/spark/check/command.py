@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Final
 
@@ -56,6 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="spark.sql.shuffle.partitions (default: 4 per local core, at least 4)",
     )
     parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="print how many Spark jobs the check ran and how long it took (on stderr)",
+    )
+    parser.add_argument(
         "--driver-memory",
         default=None,
         help="the driver JVM heap for local runs, e.g. 8g (default: Spark's, 1g)",
@@ -81,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     """Check ``args.history`` and report; returns the exit code (never raises
     :class:`HarnessError`: it is printed as ``error: ...`` and gives exit code 2)."""
     try:
-        from harness.spark.checker import check_parquet
+        from harness.spark.check.checker import check_parquet
         from harness.spark.session import spark_session
 
         guarantee = Guarantee(args.guarantee)
@@ -90,7 +96,15 @@ def run(args: argparse.Namespace) -> int:
             shuffle_partitions=_partitions(args),
             driver_memory=args.driver_memory,
         )
+        start = time.perf_counter()
         result = check_parquet(args.history, guarantee, spark=spark)
+        if args.explain:
+            print(
+                f"explain: {result.jobs} Spark jobs for {len(result.verdicts)} run"
+                f"{'s' if len(result.verdicts) != 1 else ''} in "
+                f"{time.perf_counter() - start:.1f} s",
+                file=sys.stderr,
+            )
         text = render_output(  # the envelope of every command's --json
             "check-spark",
             result.status,

@@ -31,7 +31,7 @@ def lexicographic(count: int) -> Iterator[int]:
 
 
 def problem_message(row: Mapping[str, Any], partitions: Sequence[str], sinks: Sequence[str]) -> str:
-    """The validator's message for one problem row of :func:`harness.spark._queries.problems`,
+    """The validator's message for one problem row of :func:`harness.spark.check.queries.problems`,
     in the validator's own words (:mod:`harness.check.wording`)."""
     i = row["pos"]
     code = row["code"]

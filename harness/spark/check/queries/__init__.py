@@ -1,0 +1,124 @@
+"""Every Spark query of the checker, by idea (internal; importing it imports pyspark).
+
+The rules are those of :mod:`harness.check.local` and :mod:`harness.check.validate`; the
+queries compute, for every run at once, the facts a verdict needs, in few passes over the
+data, and return only small results to the driver (``docs/spark.md``, "How it works"):
+
+* :mod:`._load`: the events of every run, annotated (codes, per-event validator flags);
+* :mod:`._records`: the per-run summary and the facts of every record;
+* :mod:`._anomalies`: partitions, ordered sinks, tables, transactions, outputs;
+* :mod:`._details`: the witness details only the data can give;
+* :mod:`._problems`: the validator's reasons for malformed runs.
+"""
+
+from __future__ import annotations
+
+from harness.spark.check.queries._anomalies import (
+    aborted_reads,
+    count_mismatches,
+    duplicate_effects,
+    nonmonotonic,
+    nonmonotonic_from_facts,
+    null_observes,
+    observe_rows,
+    offset_violations,
+    partitions,
+    past_lost,
+    unsorted_partitions,
+)
+from harness.spark.check.queries._details import (
+    append_offsets,
+    key_records,
+    observed_parts,
+    positions,
+    records_between,
+)
+from harness.spark.check.queries._load import (
+    ACK,
+    APPEND,
+    CHECKED_FIELDS,
+    COMMIT,
+    DRAIN,
+    EMIT,
+    END,
+    FETCH,
+    KIND_CODES,
+    OBSERVE,
+    PROBLEM_FLAGS,
+    PUT,
+    READ,
+    ROLLBACK,
+    SINK_COUNT,
+    SINK_LOG,
+    SINK_ORDERED,
+    SINK_SUM,
+    SINK_TABLE,
+    TRUNCATE,
+    TXN_ABORT,
+    Context,
+    conform,
+    load,
+    sorted_events,
+    union_all,
+    with_flags,
+)
+from harness.spark.check.queries._problems import (
+    problems,
+)
+from harness.spark.check.queries._records import (
+    Summary,
+    exact_below,
+    records,
+    summary,
+)
+
+__all__ = [
+    "ACK",
+    "APPEND",
+    "CHECKED_FIELDS",
+    "COMMIT",
+    "Context",
+    "DRAIN",
+    "EMIT",
+    "END",
+    "FETCH",
+    "KIND_CODES",
+    "OBSERVE",
+    "PROBLEM_FLAGS",
+    "PUT",
+    "READ",
+    "ROLLBACK",
+    "SINK_COUNT",
+    "SINK_LOG",
+    "SINK_ORDERED",
+    "SINK_SUM",
+    "SINK_TABLE",
+    "Summary",
+    "TRUNCATE",
+    "TXN_ABORT",
+    "conform",
+    "sorted_events",
+    "union_all",
+    "aborted_reads",
+    "append_offsets",
+    "count_mismatches",
+    "duplicate_effects",
+    "exact_below",
+    "key_records",
+    "load",
+    "nonmonotonic",
+    "nonmonotonic_from_facts",
+    "null_observes",
+    "observe_rows",
+    "observed_parts",
+    "offset_violations",
+    "partitions",
+    "past_lost",
+    "positions",
+    "problems",
+    "records",
+    "records_between",
+    "summary",
+    "unsorted_partitions",
+    "with_flags",
+]

@@ -1,0 +1,526 @@
+"""The passes that find anomalies: the partition pass (skip, offset-ahead,
+offset-regression), ordered sinks (nonmonotonic), table aggregates (count-mismatch),
+aborted reads, unexpected and duplicated outputs (internal)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from harness.history.events import (
+    Aggregate,
+    SinkKind,
+)
+from harness.spark.check.queries._load import (
+    _BOOL,
+    _INT,
+    _LONG,
+    _STR,
+    APPEND,
+    COMMIT,
+    EMIT,
+    FETCH,
+    OBSERVE,
+    READ,
+    ROLLBACK,
+    SINK_LOG,
+    SINK_ORDERED,
+    TRUNCATE,
+    TXN_ABORT,
+    Context,
+    conform,
+    union_all,
+)
+
+
+def observe_rows(
+    context: Context, facts: DataFrame, runs: Sequence[int], *, kind: str
+) -> DataFrame:
+    """The observe rows of log sinks that records' facts point at: ``kind`` ``"unexpected"``
+    (outputs their record's rules do not allow: of records never acknowledged, of poison
+    records, of parts no emit declared: ``run, record_id, pos, output_id, sink, part,
+    app_pos, ack_n, poison, parts``) or
+    ``"duplicate"`` (acknowledged records with extra copies: ``run, record_id, part, pos,
+    output_id``). Few rows in a sound history; the facts side is broadcast when small."""
+    ev = context.events.where(F.col("run").isin(*runs))
+    observes = ev.where(
+        (F.col("kc") == OBSERVE)
+        & (F.col("sk").bitwiseAND(SINK_LOG) != 0)
+        & F.col("record_id").isNotNull()
+    ).select("run", "record_id", "pos", "output_id", "sink", "part")
+    acked = F.col("ack_n") > 0
+    if kind == "unexpected":
+        wanted = facts.where(
+            (~acked & (F.col("obs_n") > 0)) | (acked & (F.col("unacc") > 0))
+        ).select("run", "record_id", "app_pos", "ack_n", "poison", "parts")
+        return observes.join(wanted, ["run", "record_id"]).where(
+            (F.col("ack_n") == 0) | F.col("poison") | (F.col("part") >= F.col("parts"))
+        )
+    wanted = facts.where(acked & (F.col("extra") > 0)).select("run", "record_id", "parts")
+    rows = (
+        observes.join(wanted, ["run", "record_id"])
+        .where(F.col("part") < F.col("parts"))
+        .drop("parts")
+    )
+    copies = Window.partitionBy("run", "record_id", "part")
+    return (
+        rows.select("*", F.count(F.lit(1)).over(copies).alias("copies"))
+        .where(F.col("copies") > 1)
+        .drop("copies")
+    )
+
+
+def nonmonotonic_from_facts(context: Context, facts: DataFrame, runs: Sequence[int]) -> DataFrame:
+    """:func:`nonmonotonic` for runs with a single ordered log sink where no record shows
+    more than one part in it: then each record's first observe there is its only first
+    occurrence, and the pairs come from the facts alone (one shuffle and sort of the
+    records, no scan). ``sink`` is null in the result (the caller knows the one sink)."""
+    first = facts.where(
+        F.col("run").isin(*runs) & (F.col("n_app") >= 1) & F.col("ordered_first").isNotNull()
+    ).select(
+        "run",
+        "record_id",
+        F.col("app_pno").alias("pno"),
+        F.col("app_off").alias("off"),
+        F.col("ordered_first").alias("pos"),
+    )
+    stream = Window.partitionBy("run", "pno").orderBy("pos")
+    pairs = first.select(
+        "*",
+        F.lit(None).cast(_STR).alias("sink"),
+        F.lag("record_id").over(stream).alias("prev_rid"),
+        F.lag("off").over(stream).alias("prev_off"),
+        F.lag("pos").over(stream).alias("prev_pos"),
+    ).where(F.col("off") < F.col("prev_off"))
+    return context.keep(pairs)
+
+
+def nonmonotonic(context: Context, runs: Sequence[int]) -> DataFrame:
+    """Per ordered log sink and source partition, the first occurrence of every effect in
+    observe order; one checkpointed row per adjacent pair whose source offsets decrease:
+    ``run, record_id, sink, pno, off, pos, prev_rid, prev_off, prev_pos``. One scan, one
+    shuffle by record (appends and ordered observes, aggregated and joined there), one by
+    ``(run, sink, partition)``."""
+    ev = context.events.where(F.col("run").isin(*runs))
+    kc = F.col("kc")
+    ordered_log = SINK_LOG | SINK_ORDERED
+    rows = ev.where(
+        F.col("record_id").isNotNull()
+        & (
+            (kc == APPEND)
+            | ((kc == OBSERVE) & (F.col("sk").bitwiseAND(ordered_log) == ordered_log))
+        )
+    ).select(
+        "run",
+        "record_id",
+        "pos",
+        "kc",
+        "pno",
+        "offset",
+        F.when(kc == OBSERVE, F.col("sink")).alias("osink"),
+        F.when(kc == OBSERVE, F.col("part")).alias("opart"),
+    )
+    shuffled = rows.repartition(context.partitions, "run", "record_id")
+    firsts = (
+        shuffled.where(kc == OBSERVE)
+        .groupBy("run", "record_id", "osink", "opart")
+        .agg(F.min("pos").alias("pos"))
+    )
+    appends = (
+        shuffled.where(kc == APPEND)
+        .groupBy("run", "record_id")
+        .agg(F.max("pno").alias("pno"), F.max("offset").alias("off"))
+    )
+    first = firsts.join(appends.hint("shuffle_hash"), ["run", "record_id"]).select(
+        "run", "record_id", F.col("osink").alias("sink"), "pno", "off", "pos"
+    )
+    stream = Window.partitionBy("run", "sink", "pno").orderBy("pos")
+    pairs = first.select(
+        "*",
+        F.lag("record_id").over(stream).alias("prev_rid"),
+        F.lag("off").over(stream).alias("prev_off"),
+        F.lag("pos").over(stream).alias("prev_pos"),
+    ).where(F.col("off") < F.col("prev_off"))
+    return context.keep(pairs)
+
+
+# --------------------------------------------------------------------------- partitions
+
+_PARTITION_COLUMNS: Final = (
+    ("tag", _STR),
+    ("run", _INT),
+    ("pno", _INT),
+    ("pos", _LONG),
+    ("off", _LONG),
+    ("process", _LONG),
+    ("how", _INT),
+    ("before", _LONG),
+    ("low", _LONG),
+    ("record_id", _STR),
+)
+
+
+def partitions(
+    context: Context,
+    runs: Sequence[int],
+    *,
+    one_reader: bool,
+    truncates: bool,
+) -> DataFrame:
+    """Pass 3, one shuffle by ``(run, partition)`` and one sort over reads, fetches, commits,
+    rollbacks (and truncates): per partition in event order, the checkpointed rows of
+    ``skip`` (S), ``offset-ahead`` by commit (A) and ``offset-regression`` (G).
+    ``one_reader``: only one process reads and fetches in these runs, so its previous read
+    is the partition's (else a second sort, by process, finds each process's own);
+    ``truncates``: some run has ``truncate`` events."""
+    ev = context.events.where(F.col("run").isin(*runs))
+    kc = F.col("kc")
+    kinds = [READ, FETCH, COMMIT, ROLLBACK] + ([TRUNCATE] if truncates else [])
+    raw = ev.where(kc.isin(*kinds) & F.col("pno").isNotNull()).select(
+        "run", "pno", "pos", "kc", F.col("offset").alias("off"), "process", "redelivered"
+    )
+    columns = (
+        ("run", _INT),
+        ("pno", _INT),
+        ("pos", _LONG),
+        ("kc", _INT),
+        ("off", _LONG),
+        ("process", _LONG),
+        ("redelivered", _BOOL),
+    )
+    rows = conform(raw, columns)
+    before = (
+        Window.partitionBy("run", "pno").orderBy("pos").rowsBetween(Window.unboundedPreceding, -1)
+    )
+    pos = F.col("pos")
+    off = F.col("off")
+    own = (kc == FETCH) | ((kc == READ) & ~F.col("redelivered"))
+    reading = own & (kc == READ)
+    # plain numbers only (a null offset is -1: offsets are never negative here), so the
+    # rows that go through the shuffle and the sort stay narrow
+    windowed = [
+        F.max(F.when(kc == READ, off)).over(before).alias("best"),
+        F.last(F.when(kc.isin(COMMIT, ROLLBACK), F.coalesce(off, F.lit(-1))), True)
+        .over(before)
+        .alias("stored"),
+        F.last(F.when(kc.isin(COMMIT, ROLLBACK), pos), True).over(before).alias("stored_pos"),
+    ]
+    if truncates:
+        windowed.append(F.last(F.when(kc == TRUNCATE, off), True).over(before).alias("truncated"))
+    else:
+        windowed.append(F.lit(None).cast(_LONG).alias("truncated"))
+
+    def own_events(window: Any) -> list[Column]:
+        """The kind, offset (-1: none) and position of the process's last read or fetch."""
+        return [
+            F.last(F.when(own, kc), True).over(window).alias("own_kc"),
+            F.last(F.when(own, F.coalesce(off, F.lit(-1))), True).over(window).alias("own_off"),
+            F.last(F.when(own, pos), True).over(window).alias("own_pos"),
+        ]
+
+    if one_reader:
+        sequenced = rows.select("*", *windowed, *own_events(before))
+    else:
+        mine = (
+            Window.partitionBy("run", "pno", F.when(own, F.col("process")).alias("own"))
+            .orderBy("pos")
+            .rowsBetween(Window.unboundedPreceding, -1)
+        )
+        sequenced = rows.select("*", *windowed).select("*", *own_events(mine))
+    own_kc = F.col("own_kc")
+    own_off = F.col("own_off")
+    how = (
+        F.when(reading & (own_kc == FETCH) & (own_off < 0), 0)
+        .when(reading & (own_kc == FETCH), 1)
+        .when(reading & (own_kc == READ), 2)
+    )
+    low = F.when(how == 0, F.coalesce(F.col("truncated"), F.lit(0).cast(_LONG))).when(
+        how >= 1, own_off
+    )
+    best = F.col("best")
+    commit = kc == COMMIT
+    tag = F.when(reading & (((how < 2) & (off > low)) | ((how == 2) & (off - 1 > low))), "S").when(
+        commit & ((best.isNull() & (off > 0)) | (best.isNotNull() & (off - 1 > best))), "A"
+    )
+    regression = commit & (F.col("stored") >= 0) & (off < F.col("stored"))
+    tags = F.filter(F.array(tag, F.when(regression, F.lit("G"))), lambda t: t.isNotNull())
+    classified = sequenced.select("*", how.alias("how"), low.alias("low_"), tags.alias("tags"))
+    exploded = classified.where(F.size("tags") > 0).select("*", F.explode("tags").alias("kind"))
+    kind = F.col("kind")
+    found = exploded.select(
+        kind.alias("tag"),
+        "run",
+        "pno",
+        "pos",
+        "off",
+        "process",
+        F.when(kind == "S", F.col("how")).alias("how"),
+        F.when(kind == "S", F.col("own_pos"))
+        .when(kind == "G", F.col("stored_pos"))
+        .alias("before"),
+        F.when(kind == "S", F.col("low_"))
+        .when(kind == "A", best)
+        .when(kind == "G", F.col("stored"))
+        .alias("low"),
+    )
+    found = context.keep(conform(found, _PARTITION_COLUMNS))
+    return _best_reads(context, found)
+
+
+def _best_reads(context: Context, found: DataFrame) -> DataFrame:
+    """``found`` with ``before`` of each offset-ahead commit set to the position of the first
+    read of its highest offset before it (a few commits: the reads of those offsets are
+    looked up on their own)."""
+    ahead = found.where((F.col("tag") == "A") & F.col("low").isNotNull())
+    wanted = ahead.select("run", "pno", F.col("low").alias("offset"), F.col("pos").alias("cpos"))
+    reads = context.events.where(F.col("kc") == READ).select("run", "pno", "offset", "pos")
+    firsts = (
+        reads.join(wanted, ["run", "pno", "offset"])
+        .where(F.col("pos") < F.col("cpos"))
+        .groupBy("run", "pno", "cpos")
+        .agg(F.min("pos").alias("first_read"))
+    )
+    columns = [name for name, _ in _PARTITION_COLUMNS]
+    resolved = ahead.join(
+        firsts.withColumnRenamed("cpos", "pos"), ["run", "pno", "pos"], "left"
+    ).select(*[F.col("first_read").alias("before") if c == "before" else c for c in columns])
+    others = found.where(~((F.col("tag") == "A") & F.col("low").isNotNull()))
+    return context.keep(union_all([others.select(*columns), resolved]))
+
+
+def offset_violations(context: Context, facts: DataFrame, runs: Sequence[int]) -> set[int]:
+    """The runs where an append is not above an offset acknowledged before it (the
+    validator's append rule), given that every record has at most one append and its acks
+    follow it at its place (the certificate of :func:`records`): per partition, an append
+    breaks the rule exactly when some record at an offset at or above its own was
+    acknowledged before it, i.e. when the earliest first ack among the appends at or above
+    its offset precedes it. One shuffle and one sort of the appends."""
+    del context
+    appends = facts.where(F.col("run").isin(*runs) & (F.col("n_app") >= 1))
+    above = (
+        Window.partitionBy("run", "app_pno")
+        .orderBy(F.col("app_off").desc())
+        .rangeBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    rows = (
+        appends.select("run", "app_pos", F.min("ack_first").over(above).alias("acked"))
+        .where(F.col("acked") < F.col("app_pos"))
+        .select("run")
+        .distinct()
+        .collect()
+    )
+    return {int(row["run"]) for row in rows}
+
+
+def past_lost(context: Context, facts: DataFrame, lossy: Sequence[int]) -> DataFrame:
+    """offset-ahead past a lost record (tag B): for each record with a lost effect in the
+    ``lossy`` runs, the first commit of its partition whose offset, or an earlier commit's,
+    is above the record's: ``run, pno, pos (the commit), before (its offset), process, off
+    (the record's), record_id``. Commits are few: they are read once more, on their own."""
+    kc = F.col("kc")
+    commits = context.events.where(
+        F.col("run").isin(*lossy) & (kc == COMMIT) & F.col("pno").isNotNull()
+    ).select("run", "pno", "pos", F.col("offset").alias("off"), "process")
+    before = (
+        Window.partitionBy("run", "pno").orderBy("pos").rowsBetween(Window.unboundedPreceding, -1)
+    )
+    steps = (
+        commits.select("*", F.max("off").over(before).alias("committed"))
+        .where(F.col("committed").isNull() | (F.col("off") > F.col("committed")))
+        .select("run", "pno", "pos", "off", "process", F.lit(0).alias("typ"))
+    )
+    lost = facts.where(
+        F.col("run").isin(*lossy)
+        & (F.col("ack_n") > 0)
+        & ~F.col("poison")
+        & (F.col("n_app") >= 1)
+        & (F.coalesce(F.col("below"), F.lit(0)) < F.col("parts"))
+    ).select(
+        "run",
+        F.col("app_pno").alias("pno"),
+        F.lit(None).cast(_LONG).alias("pos"),
+        F.col("app_off").alias("off"),
+        F.lit(None).cast(_LONG).alias("process"),
+        F.lit(1).alias("typ"),
+        "record_id",
+    )
+    ladder = union_all([steps.withColumn("record_id", F.lit(None).cast(_STR)), lost])
+    following = (
+        Window.partitionBy("run", "pno")
+        .orderBy("off", "typ")
+        .rowsBetween(1, Window.unboundedFollowing)
+    )
+    past = (
+        ladder.select(
+            "*",
+            F.first(F.when(F.col("typ") == 0, F.struct("pos", "off", "process")), True)
+            .over(following)
+            .alias("step"),
+        )
+        .where((F.col("typ") == 1) & F.col("step").isNotNull())
+        .select(
+            F.lit("B").alias("tag"),
+            "run",
+            "pno",
+            F.col("step.pos").alias("pos"),
+            F.col("step.off").alias("before"),
+            F.col("step.process").alias("process"),
+            "off",
+            "record_id",
+        )
+    )
+    return conform(past, _PARTITION_COLUMNS)
+
+
+def unsorted_partitions(
+    facts: DataFrame, context: Context, partitions: Sequence[tuple[int, int]]
+) -> set[tuple[int, int]]:
+    """Which of the ``(run, pno)`` partitions have an append at an offset below an earlier
+    append's (then the local checker's binary search needs replaying exactly)."""
+    if not partitions:
+        return set()
+    wanted = context.small(list(partitions), "run int, pno int")
+    appends = (
+        facts.where(F.col("n_app") >= 1)
+        .select(
+            "run",
+            F.col("app_pno").alias("pno"),
+            F.col("app_pos").alias("pos"),
+            F.col("app_off").alias("off"),
+        )
+        .join(F.broadcast(wanted), ["run", "pno"])
+    )
+    order = Window.partitionBy("run", "pno").orderBy("pos")
+    rows = (
+        appends.select("run", "pno", "off", F.lag("off").over(order).alias("prev"))
+        .where(F.col("off") < F.col("prev"))
+        .select("run", "pno")
+        .distinct()
+        .collect()
+    )
+    return {(row["run"], row["pno"]) for row in rows}
+
+
+# ------------------------------------------------------------------------- other passes
+
+
+def aborted_reads(context: Context, runs: Sequence[int]) -> DataFrame:
+    """Observes of log-sink outputs emitted in a transaction that aborted (only for runs that
+    have a ``txn-abort``): ``run, pos, output_id, sink, record_id, emit_pos, txn, abort_pos``."""
+    ev = context.events.where(F.col("run").isin(*runs))
+    kc = F.col("kc")
+    aborts = ev.where(kc == TXN_ABORT).groupBy("run", "txn").agg(F.min("pos").alias("abort_pos"))
+    emits = (
+        ev.where((kc == EMIT) & F.col("txn").isNotNull())
+        .select("run", "txn", "output_id", "pos")
+        .join(aborts, ["run", "txn"])
+        .groupBy("run", "output_id")
+        .agg(F.min(F.struct("pos", "txn", "abort_pos")).alias("emit"))
+    )
+    observes = ev.where((kc == OBSERVE) & (F.col("sk").bitwiseAND(SINK_LOG) != 0))
+    return observes.join(emits, ["run", "output_id"]).select(
+        "run",
+        "pos",
+        "output_id",
+        "sink",
+        "record_id",
+        F.col("emit.pos").alias("emit_pos"),
+        F.col("emit.txn").alias("txn"),
+        F.col("emit.abort_pos").alias("abort_pos"),
+    )
+
+
+def null_observes(context: Context, runs: Sequence[int]) -> DataFrame:
+    """Observes of log-sink outputs with no record id: ``run, pos, output_id, sink``."""
+    ev = context.events.where(F.col("run").isin(*runs))
+    return ev.where(
+        (F.col("kc") == OBSERVE)
+        & (F.col("sk").bitwiseAND(SINK_LOG) != 0)
+        & F.col("record_id").isNull()
+    ).select("run", "pos", "output_id", "sink")
+
+
+def duplicate_effects(context: Context, copies: DataFrame) -> DataFrame:
+    """One row per duplicated effect from its observe rows (:func:`observe_rows`): ``run,
+    record_id, part, copies (array of (pos, output_id) in observe order), emits (positions
+    of every emit of those outputs)``."""
+    copies = copies.select("run", "record_id", "part", "pos", "output_id")
+    outputs = copies.select("run", "output_id").distinct()
+    emits = (
+        context.events.where(F.col("kc") == EMIT)
+        .select("run", "output_id", F.col("pos").alias("emit_pos"))
+        .join(outputs, ["run", "output_id"])
+    )
+    emitted = (
+        copies.select("run", "record_id", "part", "output_id")
+        .distinct()
+        .join(emits, ["run", "output_id"])
+        .groupBy("run", "record_id", "part")
+        .agg(F.collect_set("emit_pos").alias("emits"))
+    )
+    grouped = copies.groupBy("run", "record_id", "part").agg(
+        F.array_sort(F.collect_list(F.struct("pos", "output_id"))).alias("copies")
+    )
+    return grouped.join(emitted, ["run", "record_id", "part"], "left")
+
+
+def _inputs(context: Context, facts: DataFrame, runs: Sequence[int]) -> DataFrame:
+    """The acknowledged non-poison records with their key and value (``run, record_id, key,
+    value``): their appends, less those of records never acknowledged (few in a sound
+    history, so that side is broadcast)."""
+    kc = F.col("kc")
+    appends = context.events.where(
+        F.col("run").isin(*runs) & (kc == APPEND) & ~F.col("poison")
+    ).select("run", "record_id", "key", "value")
+    unacked = facts.where((F.col("n_app") >= 1) & (F.col("ack_n") == 0)).select("run", "record_id")
+    return appends.join(unacked, ["run", "record_id"], "left_anti")
+
+
+def count_mismatches(
+    context: Context, facts: DataFrame, tables: DataFrame, runs: Sequence[int]
+) -> DataFrame:
+    """Keys whose table value differs from the acknowledged input's aggregate:
+    ``run, sink, key, expected, observed (null: absent), pos, over, min_rid`` (``min_rid``:
+    the smallest id of the key's records, only for absent keys, which sort by it)."""
+    sinks = [
+        (number, name, spec.aggregate.value)
+        for number in runs
+        for name, spec in context.runs[number].meta.sinks.items()
+        if spec.kind is SinkKind.TABLE and spec.aggregate is not None
+    ]
+    aggregated = context.small(sinks, "run int, sink string, agg string")
+    inputs = _inputs(context, facts, runs)
+    per_key = inputs.groupBy("run", "key").agg(
+        F.count(F.lit(1)).alias("n"), F.sum("value").alias("total")
+    )
+    expected = per_key.join(F.broadcast(aggregated), "run").select(
+        "run",
+        "sink",
+        "key",
+        F.when(F.col("agg") == Aggregate.COUNT.value, F.col("n"))
+        .otherwise(F.col("total"))
+        .alias("expected"),
+    )
+    observed = tables.join(F.broadcast(aggregated.select("run", "sink")), ["run", "sink"])
+    joined = expected.join(observed, ["run", "sink", "key"], "full_outer").select(
+        "run",
+        "sink",
+        "key",
+        F.coalesce(F.col("expected"), F.lit(0).cast(_LONG)).alias("expected"),
+        F.col("value").alias("observed"),
+        "pos",
+    )
+    shown = F.coalesce(F.col("observed"), F.lit(0).cast(_LONG))
+    wrong = context.keep(
+        joined.where(shown != F.col("expected")).withColumn("over", shown > F.col("expected"))
+    )
+    absent = wrong.where(F.col("observed").isNull()).select("run", "key").distinct()
+    firsts = (
+        inputs.join(absent, ["run", "key"])
+        .groupBy("run", "key")
+        .agg(F.min("record_id").alias("min_rid"))
+    )
+    return wrong.join(firsts, ["run", "key"], "left")

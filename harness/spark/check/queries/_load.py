@@ -1,0 +1,453 @@
+"""The events of every run, as the later queries read them (internal; imports pyspark).
+
+:func:`load` reads every run's files in one scan and annotates each event with its run and
+position, the codes of its kind, partition and sink (the numbers the other queries compare),
+and whether it breaks a per-event rule of the validator (:func:`with_flags` says which, in
+the validator's order). :class:`Context` holds the annotated events and keeps (checkpoints)
+the frames later queries read more than once, so every query plan stays small.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+import urllib.parse
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from harness.history.events import (
+    EVENT_FIELDS,
+    INT_FIELDS,
+    REQUIRED_FIELDS,
+    STR_FIELDS,
+    Aggregate,
+    AppendDetail,
+    EventKind,
+    ReadDetail,
+    SinkKind,
+)
+from harness.spark.source import RunSource
+
+__all__ = ["Context", "load"]
+
+KIND_CODES: Final = {kind.value: code for code, kind in enumerate(EventKind)}
+_K = {kind: code for code, kind in enumerate(EventKind)}
+APPEND: Final = _K[EventKind.APPEND]
+ACK: Final = _K[EventKind.ACK]
+TRUNCATE: Final = _K[EventKind.TRUNCATE]
+ROLLBACK: Final = _K[EventKind.ROLLBACK]
+FETCH: Final = _K[EventKind.FETCH]
+READ: Final = _K[EventKind.READ]
+EMIT: Final = _K[EventKind.EMIT]
+PUT: Final = _K[EventKind.PUT]
+COMMIT: Final = _K[EventKind.COMMIT]
+TXN_ABORT: Final = _K[EventKind.TXN_ABORT]
+DRAIN: Final = _K[EventKind.DRAIN]
+OBSERVE: Final = _K[EventKind.OBSERVE]
+END: Final = _K[EventKind.END]
+
+SINK_LOG: Final = 1
+SINK_TABLE: Final = 2
+SINK_ORDERED: Final = 4
+SINK_COUNT: Final = 8
+SINK_SUM: Final = 16
+
+CHECKED_FIELDS: Final = INT_FIELDS + STR_FIELDS
+"""The order in which the validator reports missing fields."""
+
+
+def _required(name: str) -> list[int]:
+    return [_K[kind] for kind, fields in REQUIRED_FIELDS.items() if name in fields]
+
+
+_COLUMNS: Final = EVENT_FIELDS
+_FREQUENT_FIRST: Final = (
+    EventKind.APPEND,
+    EventKind.ACK,
+    EventKind.READ,
+    EventKind.EMIT,
+    EventKind.OBSERVE,
+    EventKind.COMMIT,
+    EventKind.FETCH,
+)
+_UNCOMPRESSED_ROWS: Final = 50_000_000
+_BITS: Final = 62
+"""Parts below this are tracked in a bit mask per record; rarer higher parts are counted."""
+
+_LONG = T.LongType()
+_INT = T.IntegerType()
+_STR = T.StringType()
+_BOOL = T.BooleanType()
+
+
+def _schema() -> T.StructType:
+    return T.StructType(
+        [
+            T.StructField(name, _STR if name in STR_FIELDS or name == "kind" else _LONG, True)
+            for name in _COLUMNS
+        ]
+    )
+
+
+def conform(frame: DataFrame, columns: Sequence[tuple[str, T.DataType]]) -> DataFrame:
+    """``frame`` with exactly ``columns`` (missing ones as typed nulls), in that order."""
+    present = set(frame.columns)
+    return frame.select(
+        *[
+            (F.col(name) if name in present else F.lit(None)).cast(kind).alias(name)
+            for name, kind in columns
+        ]
+    )
+
+
+def union_all(frames: Iterable[DataFrame]) -> DataFrame:
+    return functools.reduce(DataFrame.unionByName, frames)
+
+
+def sorted_events(*columns: Column) -> Column:
+    """The distinct non-null event positions among ``columns``, ascending."""
+    return F.array_sort(F.array_distinct(F.filter(F.array(*columns), lambda x: x.isNotNull())))
+
+
+@dataclass(slots=True)
+class Context:
+    """The annotated events of all runs and the small tables the queries share."""
+
+    spark: SparkSession
+    runs: tuple[RunSource, ...]
+    events: DataFrame
+    """Every event, compact: ``run``, ``pos`` (its position in its run), ``kc`` (kind code,
+    null for an unknown kind), ``pno`` (partition number, null if undeclared), ``sk`` (sink
+    code, null if undeclared), the other fields but ``partition``, ``index``, ``kind``,
+    ``dlsn`` and ``detail``, which become ``poison``, ``redelivered``, ``ed`` (the detail of
+    an ``end``) and ``bad`` (the event fails a per-event rule of the validator). Cached by
+    :func:`summary`, so the later passes read it from memory (or local disk)."""
+    partitions: int
+    cached: list[DataFrame]
+    persisted: list[DataFrame] = field(default_factory=list)
+    restore: dict[str, str | None] = field(default_factory=dict)
+    raw: DataFrame | None = None
+    """All fields of every event, read from the files (for the validator's messages)."""
+
+    def keep(self, frame: DataFrame) -> DataFrame:
+        """Compute ``frame`` now and keep its rows (memory, spilling to disk) until
+        :meth:`release`; the result has a one-node plan, so later queries over it stay small
+        and never compute it again."""
+        kept = frame.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+        self.cached.append(kept)
+        return kept
+
+    def cache(self, frame: DataFrame) -> DataFrame:
+        """``frame`` cached (memory, spilling to disk) by the first query over it.
+
+        Up to :data:`_UNCOMPRESSED_ROWS` events the cache is built uncompressed (about a
+        third faster to build; larger ones stay compressed to spill less), unless the
+        session sets ``spark.sql.inMemoryColumnarStorage.compressed`` itself."""
+        key = "spark.sql.inMemoryColumnarStorage.compressed"
+        rows = sum(run.rows for run in self.runs)
+        if rows <= _UNCOMPRESSED_ROWS and not self.spark.sparkContext.getConf().contains(key):
+            self.restore[key] = self.spark.conf.get(key)
+            self.spark.conf.set(key, "false")
+        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        self.persisted.append(frame)
+        return frame
+
+    def release(self) -> None:
+        """Drop the rows of every kept and cached frame."""
+        for frame in self.persisted:
+            frame.unpersist()
+        self.persisted.clear()
+        for key, value in self.restore.items():
+            if value is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, value)
+        self.restore.clear()
+        for frame in self.cached:
+            with contextlib.suppress(Exception):  # best effort: Spark's cleaner also frees them
+                frame._jdf.queryExecution().analyzed().rdd().unpersist(False)
+        self.cached.clear()
+
+    def small(self, rows: list[tuple[Any, ...]], schema: str) -> DataFrame:
+        return self.spark.createDataFrame(rows, schema=schema)
+
+
+def _normalized(uri: str) -> str:
+    """A file URI as Spark's ``_metadata.file_path`` gives it, without the ``file:`` scheme."""
+    return re.sub(r"^file:/+", "/", uri)
+
+
+def _location(uri: str) -> str:
+    """A file URI or path, decoded, to match Spark's file list against the checker's."""
+    parsed = urllib.parse.urlparse(uri)
+    if parsed.scheme == "file":
+        return urllib.parse.unquote(parsed.path)
+    if parsed.scheme and len(parsed.scheme) > 1:
+        return urllib.parse.unquote(uri)
+    return uri
+
+
+def _sink_code(kind: SinkKind, ordered: bool, aggregate: Aggregate | None) -> int:
+    code = SINK_LOG if kind is SinkKind.LOG else SINK_TABLE
+    if ordered:
+        code |= SINK_ORDERED
+    if aggregate is Aggregate.COUNT:
+        code |= SINK_COUNT
+    elif aggregate is Aggregate.SUM:
+        code |= SINK_SUM
+    return code
+
+
+def load(spark: SparkSession, runs: tuple[RunSource, ...], partitions: int) -> Context:
+    """Read every file of ``runs`` in one scan and annotate the events (lazily: no job runs).
+
+    Each row gets its run and position from its file (``_metadata.file_path`` and
+    ``_metadata.row_index``), its kind code and the codes of its partition and sink."""
+    columns = [F.col(name) for name in _COLUMNS if name != "dlsn"]
+    reader = spark.read.schema(_schema()).option("recursiveFileLookup", "true")
+    files = [(number, file) for number, run in enumerate(runs) for file in run.files]
+    if not files:
+        raise ValueError("no runs to load")
+    row_index = F.col("_metadata.row_index")
+    if len(files) == 1:
+        events = reader.parquet(files[0][1].uri).select(
+            F.lit(files[0][0]).cast(_INT).alias("run"), row_index.alias("pos"), *columns
+        )
+    else:
+        # one scan for all files; each row finds its run and position through its file
+        frame = reader.parquet(*[file.uri for _, file in files])
+        where: dict[str, tuple[int, int]] = {}
+        for number, run in enumerate(runs):
+            base = 0
+            for file in run.files:
+                where[_location(file.uri)] = (number, base)
+                base += file.rows
+        mapping = []
+        for uri in frame.inputFiles():
+            found = where.get(_location(uri))
+            if found is None:
+                raise ValueError(f"Spark read a file the checker did not list: {uri}")
+            mapping.append((_normalized(uri), found[0], found[1]))
+        table = spark.createDataFrame(mapping, "file string, run int, base long")
+        events = frame.select(
+            F.regexp_replace(F.col("_metadata.file_path"), "^file:/+", "/").alias("file"),
+            row_index.alias("row"),
+            *columns,
+        ).join(F.broadcast(table), "file")
+        events = events.select(
+            "run",
+            (F.col("base") + F.col("row")).alias("pos"),
+            *[n for n in _COLUMNS if n != "dlsn"],
+        )
+    partition_rows: list[tuple[int, str, int]] = []
+    sink_rows: list[tuple[int, str, int]] = []
+    for number, run in enumerate(runs):
+        numbers: dict[str, int] = {}
+        for name in run.meta.partitions:
+            numbers.setdefault(name, len(numbers))
+        partition_rows.extend((number, name, pno) for name, pno in numbers.items())
+        sink_rows.extend(
+            (number, name, _sink_code(spec.kind, spec.ordered, spec.aggregate))
+            for name, spec in run.meta.sinks.items()
+        )
+    context = Context(spark, runs, events, partitions, [])
+    partition_table = context.small(partition_rows, "run int, partition string, pno int")
+    sink_table = context.small(sink_rows, "run int, sink string, sk int")
+    kind = F.col("kind")
+    code: Column | None = None
+    for event_kind in (*_FREQUENT_FIRST, *[k for k in EventKind if k not in _FREQUENT_FIRST]):
+        test = kind == event_kind.value
+        code = F.when(test, _K[event_kind]) if code is None else code.when(test, _K[event_kind])
+    assert code is not None
+    events = (
+        events.join(F.broadcast(partition_table), ["run", "partition"], "left")
+        .join(F.broadcast(sink_table), ["run", "sink"], "left")
+        .withColumn("kc", code)
+    )
+    kc = F.col("kc")
+    context.raw = events.withColumn("bad", _bad())
+    context.events = context.raw.select(
+        "run",
+        "pos",
+        "kc",
+        "pno",
+        "sk",
+        "sink",
+        "process",
+        "offset",
+        "record_id",
+        "part",
+        "parts",
+        "key",
+        "value",
+        "output_id",
+        "txn",
+        (
+            (kc == APPEND) & F.coalesce(F.col("detail") == AppendDetail.POISON.value, F.lit(False))
+        ).alias("poison"),
+        F.coalesce(F.col("detail") == ReadDetail.REDELIVERED.value, F.lit(False)).alias(
+            "redelivered"
+        ),
+        F.when(kc == END, F.col("detail")).alias("ed"),
+        "bad",
+    )
+    return context
+
+
+def _bad() -> Column:
+    """True when the event breaks any per-event rule of the validator (a flat test: which
+    rules and in which order is :func:`with_flags`'s business, for the messages)."""
+    kc = F.col("kc")
+    sk = F.col("sk")
+    missing: Column | None = None
+    for kind, fields in REQUIRED_FIELDS.items():
+        test = F.lit(False)
+        for name in fields:
+            test = test | F.col(name).isNull()
+        missing = (
+            F.when(kc == _K[kind], test) if missing is None else missing.when(kc == _K[kind], test)
+        )
+    assert missing is not None
+    part = F.col("part")
+    parts = F.col("parts")
+    bad = (
+        F.col("index").isNull()
+        | (F.col("index") != F.col("pos"))
+        | missing.otherwise(True)
+        | (F.col("offset") < 0)
+        | (part < 0)
+        | (parts < 1)
+        | (part >= parts)
+        | (F.col("partition").isNotNull() & F.col("pno").isNull())
+        | (kc.isin(EMIT, PUT, OBSERVE) & sk.isNull())
+        | ((kc == PUT) & (sk.bitwiseAND(SINK_TABLE) == 0))
+        | (
+            (kc == OBSERVE)
+            & (sk.bitwiseAND(SINK_LOG) != 0)
+            & (F.col("output_id").isNull() | part.isNull())
+        )
+        | (
+            (kc == OBSERVE)
+            & (sk.bitwiseAND(SINK_TABLE) != 0)
+            & (F.col("output_id").isNotNull() | F.col("key").isNull() | F.col("value").isNull())
+        )
+    )
+    return F.coalesce(bad, F.lit(False))
+
+
+PROBLEM_FLAGS: Final = (
+    "index",
+    "kind",
+    *[f"missing_{name}" for name in CHECKED_FIELDS if _required(name)],
+    "neg_offset",
+    "neg_part",
+    "parts_low",
+    "part_high",
+    "partition",
+    "sink",
+    "put_log",
+    "observe_log",
+    "observe_output",
+    "observe_table",
+)
+"""Boolean columns :func:`with_flags` adds, one per per-event rule of the validator."""
+
+
+def with_flags(frame: DataFrame) -> DataFrame:
+    """``frame`` with a ``f_<rule>`` column per entry of :data:`PROBLEM_FLAGS` (true when the
+    event breaks the rule; later rules only where the validator gets to them), ``stateful``
+    (the event goes on to the append/ack/read rules) and ``bad`` (any rule broken)."""
+    kc = F.col("kc")
+    sk = F.col("sk")
+
+    def flag(condition: Column) -> Column:
+        return F.coalesce(condition, F.lit(False))
+
+    known = kc.isNotNull()
+    first = [
+        flag(F.col("index").isNull() | (F.col("index") != F.col("pos"))).alias("f_index"),
+        flag(~known).alias("f_kind"),
+    ]
+    missing_names = [name for name in CHECKED_FIELDS if _required(name)]
+    for name in missing_names:
+        first.append(
+            flag(known & F.col(name).isNull() & kc.isin(*_required(name))).alias(
+                f"f_missing_{name}"
+            )
+        )
+    frame = frame.select("*", *first)
+    any_missing = F.lit(False)
+    for name in missing_names:
+        any_missing = any_missing | F.col(f"f_missing_{name}")
+    frame = frame.select("*", flag(known & ~any_missing).alias("ranged"))
+    ranged = F.col("ranged")
+    frame = frame.select(
+        "*",
+        flag(ranged & (F.col("offset") < 0)).alias("f_neg_offset"),
+        flag(ranged & (F.col("part") < 0)).alias("f_neg_part"),
+        flag(ranged & (F.col("parts") < 1)).alias("f_parts_low"),
+        flag(ranged & (F.col("parts") >= 1) & (F.col("part") >= F.col("parts"))).alias(
+            "f_part_high"
+        ),
+    )
+    fields_ok = ranged & ~(
+        F.col("f_neg_offset") | F.col("f_neg_part") | F.col("f_parts_low") | F.col("f_part_high")
+    )
+    frame = frame.select(
+        "*",
+        flag(fields_ok & F.col("partition").isNotNull() & F.col("pno").isNull()).alias(
+            "f_partition"
+        ),
+        flag(fields_ok).alias("fields_ok"),
+    )
+    placed = F.col("fields_ok") & ~F.col("f_partition")
+    sinky = placed & kc.isin(EMIT, PUT, OBSERVE)
+    is_log = sk.bitwiseAND(SINK_LOG) != 0
+    is_table = sk.bitwiseAND(SINK_TABLE) != 0
+    declared = sinky & sk.isNotNull()
+    observe = declared & (kc == OBSERVE)
+    frame = frame.select(
+        "*",
+        flag(placed & kc.isin(APPEND, ACK, READ)).alias("stateful"),
+        flag(sinky & sk.isNull()).alias("f_sink"),
+        flag(declared & (kc == PUT) & ~is_table).alias("f_put_log"),
+        flag(observe & is_log & (F.col("output_id").isNull() | F.col("part").isNull())).alias(
+            "f_observe_log"
+        ),
+        flag(observe & is_table & F.col("output_id").isNotNull()).alias("f_observe_output"),
+        flag(
+            observe
+            & is_table
+            & F.col("output_id").isNull()
+            & (F.col("key").isNull() | F.col("value").isNull())
+        ).alias("f_observe_table"),
+    )
+    bad = F.lit(False)
+    for name in PROBLEM_FLAGS:
+        bad = bad | F.col(f"f_{name}")
+    return frame.select("*", bad.alias("bad"))
+
+
+_SEQ: Final = {
+    "index": 0,
+    "kind": 1,
+    **{f"missing_{name}": 2 + i for i, name in enumerate(CHECKED_FIELDS)},
+    "neg_offset": 20,
+    "neg_part": 21,
+    "parts_low": 22,
+    "part_high": 23,
+    "partition": 30,
+    "sink": 40,
+    "put_log": 40,
+    "observe_log": 40,
+    "observe_output": 40,
+    "observe_table": 40,
+}
+"""The order in which the validator reports an event's problems."""
