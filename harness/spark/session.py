@@ -9,6 +9,9 @@
   never fight over a port;
 * few shuffle partitions (4 by default: the histories of a test are small; raise it for big
   ones);
+* on a local master with a pip-installed pyspark, a ``SPARK_HOME`` (in the scratch space) under
+  which Spark's Python processes import the installed, byte-compiled pyspark rather than
+  compiling ``pyspark.zip`` from source in every process (:func:`_spark_home_without_zips`);
 * its scratch space (``spark.local.dir``, the SQL warehouse, the checkpoint directory and the
   JVM's ``java.io.tmpdir``) in a fresh directory per process under
   ``$HARNESS_SPARK_TMPDIR`` (default: the system temp dir), named after the pytest-xdist
