@@ -850,6 +850,8 @@ def test_the_start_gate_admits_as_many_holders_as_it_has_slots(tmp_path: Path) -
     assert (free(0), free(1)) == (True, True)
     with start_gate(None):  # no gate: the caller holds it
         assert free(0)
+    with start_gate(str(tmp_path / "no-such-dir" / "gate")):  # cannot open it: no gate
+        pass
 
 
 def test_a_spark_error_is_described_in_one_line_with_the_python_exception() -> None:

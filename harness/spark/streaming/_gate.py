@@ -54,24 +54,32 @@ def start_gate(path: str | None, *, slots: int | None = None) -> Iterator[None]:
         yield
         return
     count = max(1, slots if slots is not None else (os.cpu_count() or 1))
-    descriptor = _take_free_slot(path, count)
-    if descriptor is None:
-        mine = (os.getpid() * 31 + threading.get_ident()) % count
-        descriptor = os.open(f"{path}.{mine}", os.O_CREAT | os.O_RDWR, 0o666)
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
-        except BaseException:
-            os.close(descriptor)
-            raise
+    try:
+        descriptor = _take_free_slot(path, count)
+        if descriptor is None:
+            descriptor = _open((os.getpid() * 31 + threading.get_ident()) % count, path)
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(descriptor)
+                raise
+    except OSError:  # a gate file this process cannot open: start without the gate
+        descriptor = None
     try:
         yield
     finally:
-        os.close(descriptor)  # closing the last descriptor releases the lock
+        if descriptor is not None:
+            os.close(descriptor)  # closing the last descriptor releases the lock
+
+
+def _open(slot: int, path: str) -> int:
+    # read-only is enough for flock, and works on a slot file another user created
+    return os.open(f"{path}.{slot}", os.O_CREAT | os.O_RDONLY, 0o666)
 
 
 def _take_free_slot(path: str, count: int) -> int | None:
     for slot in range(count):
-        descriptor = os.open(f"{path}.{slot}", os.O_CREAT | os.O_RDWR, 0o666)
+        descriptor = _open(slot, path)
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
