@@ -11,7 +11,7 @@
   ones);
 * on a local master with a pip-installed pyspark, a ``SPARK_HOME`` (in the scratch space) under
   which Spark's Python processes import the installed, byte-compiled pyspark rather than
-  compiling ``pyspark.zip`` from source in every process (:func:`_spark_home_without_zips`);
+  compiling ``pyspark.zip`` from source in every process (:func:`_use_compiled_pyspark`);
 * its scratch space (``spark.local.dir``, the SQL warehouse, the checkpoint directory and the
   JVM's ``java.io.tmpdir``) in a fresh directory per process under
   ``$HARNESS_SPARK_TMPDIR`` (default: the system temp dir), named after the pytest-xdist
@@ -197,9 +197,7 @@ def spark_session(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if not submitted and (master or DEFAULT_MASTER).startswith("local"):
-        home = _spark_home_without_zips(scratch)
-        if home is not None:
-            os.environ["SPARK_HOME"] = home
+        _use_compiled_pyspark(scratch)
     # spark-submit (which pyspark runs to start the JVM) picks the java of JAVA_HOME first
     if java is not None and not os.environ.get("JAVA_HOME"):
         os.environ["JAVA_HOME"] = str(Path(os.path.realpath(java.java)).parent.parent)
@@ -219,34 +217,34 @@ def spark_session(
     return session
 
 
-def _spark_home_without_zips(scratch: Path) -> str | None:
-    """A ``SPARK_HOME`` for a pip-installed pyspark whose Python processes import the
-    installed, byte-compiled pyspark and py4j.
+def _use_compiled_pyspark(scratch: Path) -> None:
+    """Point ``SPARK_HOME`` at a home for a pip-installed pyspark whose Python processes
+    import the installed, byte-compiled pyspark and py4j.
 
     Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` (sources, no bytecode) first on the
     ``PYTHONPATH`` of every Python process it starts, so each one compiles pyspark from
     source: about three times the CPU of importing the installed package (a second of CPU
     per process instead of a third), enough on a loaded machine for a streaming query's
-    Python source runner to miss Spark's fixed 10 s connect-back deadline. The returned
-    directory (in the scratch dir) links everything of the installed pyspark but
-    ``python/``. None when ``SPARK_HOME`` names another Spark (its zip is its own code),
-    on Windows, or when pyspark has no zip.
+    Python source runner to miss Spark's fixed 10 s connect-back deadline. The home (in
+    the scratch dir) links everything of the installed pyspark but ``python/``. Nothing
+    changes when ``SPARK_HOME`` names another Spark (its zip is its own code), on Windows,
+    or when pyspark has no zip.
     """
     if os.name != "posix":
-        return None
+        return
     package = Path(importlib.import_module("pyspark").__file__ or "").resolve().parent
     current = os.environ.get("SPARK_HOME")
     if current is not None and Path(current).resolve() != package:
-        return None
+        return
     if not (package / "python" / "lib" / "pyspark.zip").is_file():
-        return None
+        return
     home = scratch / "spark-home"
     if not home.is_dir():
         home.mkdir()
         for entry in package.iterdir():
             if entry.name != "python":
                 (home / entry.name).symlink_to(entry)
-    return str(home)
+    os.environ["SPARK_HOME"] = str(home)
 
 
 def stop_spark_session() -> None:
