@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -134,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         logs = [f"in{i}" for i in range(args.logs)]
         uri = leveldb_uri(root / "namespace")
+        loads = os.getloadavg()
         started = time.perf_counter()
         write_input(uri, logs, args.records, args.payload)
         written = time.perf_counter() - started
@@ -167,6 +169,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{', '.join(f'{r:,.0f}' for r in theirs)})"
         )
         print(f"  {'ratio (dlog / rate)':24} {best_ours / best_theirs:>12.2f}")
+        print(
+            f"  load average (1 min) at the start and the end: {loads[0]:.1f}, "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} core(s): a loaded machine starves "
+            "the Python source more than the JVM-only rate source"
+        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0

@@ -10,11 +10,12 @@ that crashed after its write (and none otherwise).
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -30,10 +31,16 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from harness.check import AnomalyKind, Guarantee, Status, Verdict, check
-from harness.errors import ConfigError, LogReadException, StoreLocked
+from harness.errors import (
+    ConfigError,
+    EndOfStream,
+    HarnessError,
+    LogReadException,
+    StoreLocked,
+)
 from harness.history import dumps_jsonl
 from harness.history.events import EventKind
-from harness.log import DLSN, LogRecord, leveldb_uri, open_namespace
+from harness.log import DLSN, LogConfig, LogRecord, leveldb_uri, open_namespace
 from harness.spark.streaming import (
     CrashHow,
     CrashPoint,
@@ -52,9 +59,12 @@ from harness.spark.streaming.datasource import (
     DLogPartition,
     DLogStreamReader,
     SourceOptions,
+    _arrow_batches,
+    _end_after,
     decode_offsets,
     encode_offsets,
     latest_offsets,
+    read_arrow,
     read_range,
     register_dlog,
 )
@@ -147,6 +157,78 @@ def test_stream_reader_plans_batches_and_replays_ranges(tmp_path: Path) -> None:
     assert ids(second, third) == ["r4", "r7"]
     assert ids(start, third) == ["r0", "r1", "r2", "r3", "r4", "r7", "r5", "r6"]
     assert latest_offsets(uri, ["a", "b"]) == decode_offsets(third)
+
+
+_LOG_OPS = st.lists(
+    st.tuples(st.integers(0, 5), st.sampled_from(["commit", "flush", "new-writer"])),
+    min_size=1,
+    max_size=8,
+)
+
+
+def _build_log(uri: str, ops: list[tuple[int, str]], sealed: bool, truncate_at: int) -> None:
+    """A log of small segments, entries of many sizes, control records (empty commits),
+    maybe truncated (below a record), maybe sealed with an end-of-stream marker."""
+    config = LogConfig(segment_max_records=4, output_buffer_size=150)
+    number = 0
+    with open_namespace(uri, config=config) as namespace, namespace.open_log("a") as manager:
+        writer = manager.open_writer()
+        for count, how in ops:
+            for _ in range(count):
+                writer.write(LogRecord(number, f"payload-{number}".encode() * (number % 4)))
+                number += 1
+            if how == "flush":
+                writer.flush()
+            writer.commit()
+            if how == "new-writer":
+                writer.close()
+                writer = manager.open_writer()
+        dlsns = [r.dlsn for r in _committed_records(manager)]
+        if truncate_at and dlsns:
+            writer.truncate(dlsns[min(truncate_at, len(dlsns) - 1)])
+        if sealed:
+            writer.mark_end_of_stream()
+        writer.close()
+
+
+def _committed_records(manager: Any) -> list[Any]:
+    records = []
+    with manager.open_reader(DLSN.INITIAL) as reader, contextlib.suppress(EndOfStream):
+        while (record := reader.read_next()) is not None:
+            records.append(record)
+    return records
+
+
+def _outcome(read: Any) -> Any:
+    try:
+        return [row for batch in read() for row in batch.to_pylist()]
+    except HarnessError as exc:
+        return type(exc)
+
+
+@settings(max_examples=40, deadline=None)
+@given(ops=_LOG_OPS, sealed=st.booleans(), truncate_at=st.integers(0, 6), data=st.data())
+def test_bulk_reads_give_exactly_the_reader_s_rows_and_errors(
+    tmp_path_factory: pytest.TempPathFactory,
+    ops: list[tuple[int, str]],
+    sealed: bool,
+    truncate_at: int,
+    data: st.DataObject,
+) -> None:
+    uri = leveldb_uri(tmp_path_factory.mktemp("bulk") / "ns")
+    _build_log(uri, ops, sealed, truncate_at)
+    with open_namespace(uri) as namespace, namespace.open_log("a") as manager:
+        records = _committed_records(manager)
+    points = sorted({DLSN.INITIAL, *(r.dlsn for r in records), *(r.dlsn.next() for r in records)})
+    points.append(DLSN(points[-1].segment + 1, 0, 0))  # past the end: the range is gone
+    start = data.draw(st.sampled_from(points), label="start")
+    end = data.draw(st.sampled_from([p for p in points if p > start] or [start]), label="end")
+    expected = _outcome(lambda: _arrow_batches(read_range(uri, "a", start, end)))
+    assert _outcome(lambda: read_arrow(uri, "a", start, end)) == expected
+    inside = [r for r in records if start <= r.dlsn < end]
+    if inside:  # planning: the end of a batch of n records, from the storage in bulk
+        count = data.draw(st.integers(1, len(inside)), label="count")
+        assert _end_after(uri, "a", start, end, count, 1.0) == inside[count - 1].dlsn.next()
 
 
 def test_a_range_that_is_gone_fails_instead_of_reading_less(tmp_path: Path) -> None:
@@ -380,9 +462,12 @@ def run_all(
     spark: SparkSession,
     factory: pytest.TempPathFactory,
     jobs: Sequence[tuple[Variant, StreamSchedule]],
+    record_property: Callable[[str, object], None],
     parallel: int = PARALLEL_RUNS,
 ) -> list[StreamResult]:
-    """Run the jobs, ``parallel`` at a time, each in a fresh directory."""
+    """Run the jobs, ``parallel`` at a time, each in a fresh directory; the query starts
+    made again because a Python worker missed its deadline go to the test's properties
+    (``--junitxml``)."""
     workdirs = [factory.mktemp(variant.value) for variant, _ in jobs]
 
     def one(job: tuple[tuple[Variant, StreamSchedule], Path]) -> StreamResult:
@@ -390,7 +475,9 @@ def run_all(
         return run_stream(variant, schedule, workdir=workdir, spark=spark)
 
     with ThreadPoolExecutor(parallel) as pool:
-        return list(pool.map(one, zip(jobs, workdirs, strict=True)))
+        results = list(pool.map(one, zip(jobs, workdirs, strict=True)))
+    record_property("restarts", sum(len(r.restarts) for r in results))
+    return results
 
 
 def kinds(verdict: Verdict) -> set[AnomalyKind]:
@@ -437,10 +524,12 @@ DRAWN = 10
 def test_variant_keeps_its_guarantee_under_drawn_crash_schedules(
     spark: SparkSession,
     tmp_path_factory: pytest.TempPathFactory,
+    record_property: Callable[[str, object], None],
     variant: Variant,
     schedules: list[StreamSchedule],
 ) -> None:
-    results = run_all(spark, tmp_path_factory, [(variant, s) for s in schedules])
+    jobs = [(variant, s) for s in schedules]
+    results = run_all(spark, tmp_path_factory, jobs, record_property)
     assert len(results) == DRAWN
     for result in results:
         assert_expected_verdict(result)
@@ -469,10 +558,12 @@ SIGKILL_SCHEDULES = {
 
 @pytest.mark.slow
 def test_every_variant_survives_a_sigkill_of_its_driver(
-    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+    spark: SparkSession,
+    tmp_path_factory: pytest.TempPathFactory,
+    record_property: Callable[[str, object], None],
 ) -> None:
     jobs = [(v, StreamSchedule(steps=steps)) for v, steps in SIGKILL_SCHEDULES.items()]
-    results = run_all(spark, tmp_path_factory, jobs, parallel=len(jobs))
+    results = run_all(spark, tmp_path_factory, jobs, record_property, parallel=len(jobs))
     for result in results:
         killed = [c for c in result.crashes if c.how is CrashHow.SIGKILL]
         assert len(killed) == 1, (result.variant, result.crashes)
@@ -483,7 +574,9 @@ def test_every_variant_survives_a_sigkill_of_its_driver(
 
 @pytest.mark.slow
 def test_same_schedule_same_history(
-    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+    spark: SparkSession,
+    tmp_path_factory: pytest.TempPathFactory,
+    record_property: Callable[[str, object], None],
 ) -> None:
     schedule = StreamSchedule(
         steps=(
@@ -495,7 +588,7 @@ def test_same_schedule_same_history(
         )
     )
     jobs = [(Variant.FOREACH_BATCH_APPEND, schedule)] * 2
-    first, second = run_all(spark, tmp_path_factory, jobs, parallel=2)
+    first, second = run_all(spark, tmp_path_factory, jobs, record_property, parallel=2)
     assert dumps_jsonl(first.history) == dumps_jsonl(second.history)
     kinds_ = [e.kind.value for e in first.history.events]
     assert kinds_ == [
@@ -533,43 +626,264 @@ def test_stream_schedules_round_trip_through_json() -> None:
         StreamSchedule(steps=(RunBatches(0),))
 
 
-# -- a Python worker that misses Spark's connect-back deadline ------------------------------------
+# -- every failure of Spark is a verdict -------------------------------------------------------
+
+_START_FAILURE = (
+    "[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Python worker "
+    "failed to connect back. SQLSTATE: XXKST"
+)
+
+
+def error_events(result: StreamResult) -> list[str]:
+    return [str(e.detail) for e in result.history.events if e.kind is EventKind.ERROR]
+
+
+def assert_unknown(result: StreamResult, reason: str) -> None:
+    """The run ends incomplete with ``reason`` and every checker says UNKNOWN."""
+    end = result.history.events[-1]
+    assert end.kind is EventKind.END
+    assert end.detail is not None and end.detail.startswith(f"incomplete: {reason}"), end.detail
+    assert "\n" not in end.detail
+    for guarantee in Guarantee:
+        assert check(result.history, guarantee).status is Status.UNKNOWN
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("failures", [1, 3])
-def test_the_drain_restarts_when_a_python_worker_misses_its_deadline(
+def test_a_query_whose_python_worker_missed_its_start_deadline_starts_again(
     spark: SparkSession,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     failures: int,
 ) -> None:
-    from harness.spark.streaming import runner as streaming
+    from harness.spark.streaming import _driver
 
-    real = streaming._Runner._in_process
+    real = _driver.run_in_process
     calls: list[int] = []
 
-    def flaky(self: Any, spec: Any) -> Any:
+    def flaky(session: Any, spec: Any, **kwargs: Any) -> Any:
         calls.append(1)
-        if len(calls) <= failures:
-            return streaming._Outcome(
-                error="[STREAM_FAILED] Query terminated with exception: Python worker failed "
-                "to connect back. SQLSTATE: XXKST"
-            )
-        return real(self, spec)
+        if len(calls) <= failures:  # the query died initializing its source: nothing happened
+            return {"fired": False, "batch": None, "rows": None, "error": _START_FAILURE}
+        return real(session, spec, **kwargs)
 
-    monkeypatch.setattr(streaming._Runner, "_in_process", flaky)
+    monkeypatch.setattr(_driver, "run_in_process", flaky)
     schedule = StreamSchedule(steps=(ProduceRecords(3, 0),))  # only the drain runs a query
     result = run_stream(Variant.PARQUET, schedule, workdir=tmp_path, spark=spark)
     kinds_ = [e.kind.value for e in result.history.events]
     assert kinds_.count("start") == 1
     if failures < 3:
         assert len(calls) == failures + 1
+        assert result.restarts == (_START_FAILURE,) * failures
         assert result.history.events[-1].detail == "complete"
         assert check(result.history, Guarantee.EXACTLY_ONCE).status is Status.VALID
     else:  # every attempt failed: the run says so, and is not checked as complete
         assert len(calls) == 3
-        assert result.history.events[-1].detail.startswith(
-            "incomplete: the drain's query failed: [STREAM_FAILED]"
-        )
-        assert check(result.history, Guarantee.EXACTLY_ONCE).status is Status.UNKNOWN
+        assert result.restarts == (_START_FAILURE,) * 2
+        assert_unknown(result, "the drain's query failed: [STREAM_FAILED]")
+        assert error_events(result) == [_START_FAILURE]
+
+
+def test_a_query_that_got_somewhere_is_not_started_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step's query that failed after it logged a batch is a different run when started
+    again: the failure is recorded, not hidden by a restart."""
+    from harness.spark.streaming import _driver
+
+    calls: list[int] = []
+
+    def logs_a_batch_then_fails(session: Any, spec: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        offsets = Path(spec.checkpoint) / "offsets"
+        offsets.mkdir(parents=True, exist_ok=True)
+        (offsets / str(len(calls) - 1)).write_text("v1\n{}\n{}\n", encoding="utf-8")
+        return {"fired": False, "batch": None, "rows": None, "error": _START_FAILURE}
+
+    monkeypatch.setattr(_driver, "run_in_process", logs_a_batch_then_fails)
+    schedule = StreamSchedule(steps=(ProduceRecords(3, 0), RunBatches(1)), drain=False)
+    result = run_stream(Variant.PARQUET, schedule, workdir=tmp_path, spark=object())  # type: ignore[arg-type]
+    assert len(calls) == 1 and result.restarts == ()
+    assert error_events(result) == [_START_FAILURE]
+
+
+@pytest.mark.slow
+def test_a_sink_without_files_after_a_failed_drain_is_unknown(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The drain's query dies before it writes (its sink has a metadata log and no file):
+    reading the sink fails in Spark too, and the run says so instead of raising."""
+    from harness.spark.streaming import _driver
+
+    def dies_before_writing(session: Any, spec: Any, **kwargs: Any) -> Any:
+        (Path(spec.sink) / "_spark_metadata").mkdir(parents=True)
+        return {"fired": False, "batch": None, "rows": None, "error": "Py4JError: gone"}
+
+    monkeypatch.setattr(_driver, "run_in_process", dies_before_writing)
+    schedule = StreamSchedule(steps=(ProduceRecords(3, 0),))
+    result = run_stream(Variant.PARQUET, schedule, workdir=tmp_path, spark=spark)
+    assert_unknown(result, "the drain's query failed: Py4JError: gone")
+    drain_error, sink_error = error_events(result)
+    assert drain_error == "Py4JError: gone"
+    assert sink_error.startswith("AnalysisException: [UNABLE_TO_INFER_SCHEMA]"), sink_error
+    assert not any(e.kind is EventKind.OBSERVE for e in result.history.events)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["at-load", "in-the-source-runner"])
+def test_a_source_that_fails_to_open_is_unknown(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """The drain's source cannot open its namespace: refused when the query is defined
+    (Spark's planner raises from ``load()``) or once it runs (the source runner fails)."""
+    import dataclasses
+
+    from harness.spark.streaming import runner
+
+    if where == "at-load":
+        broken = "distributedlog-memory://nowhere"  # refused by the source's options
+    else:
+        (tmp_path / "a-file").write_text("not a namespace", encoding="utf-8")
+        broken = leveldb_uri(tmp_path / "a-file")
+    real = runner._Runner._spec
+
+    def elsewhere(self: Any, **gate: Any) -> Any:
+        return dataclasses.replace(real(self, **gate), uri=broken)
+
+    monkeypatch.setattr(runner._Runner, "_spec", elsewhere)
+    schedule = StreamSchedule(steps=(ProduceRecords(3, 0),))
+    result = run_stream(Variant.FOREACH_BATCH_APPEND, schedule, workdir=tmp_path / "w", spark=spark)
+    assert_unknown(result, "the drain's query failed: ")
+    (error,) = error_events(result)
+    assert error in result.history.events[-1].detail
+    if where == "at-load":
+        assert error.startswith("AnalysisException: "), error
+        assert "distributedlog-memory://nowhere" in error
+    else:
+        assert error.startswith("[STREAM_FAILED]"), error
+
+
+def test_a_child_driver_that_dies_without_reporting_is_an_error_of_its_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.spark.streaming import runner
+
+    def dies(self: Any, spec: Any, number: int, log_path: Path) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"])
+
+    monkeypatch.setattr(runner._Runner, "_launch", dies)
+    kill = CrashQuery(0, CrashPoint.AFTER_WRITE, CrashHow.SIGKILL)
+    schedule = StreamSchedule(steps=(ProduceRecords(3, 0), kill), drain=False)
+    result = run_stream(Variant.FOREACH_BATCH_APPEND, schedule, workdir=tmp_path)
+    assert result.crashes == ()
+    (error,) = error_events(result)
+    assert error.startswith("the child driver (pid "), error
+    assert "exited with status 3 without reporting" in error
+
+
+_KILL_THE_JVM_MID_DRAIN = """
+import json, os, signal, sys
+from harness.spark.session import spark_session
+from harness.spark.streaming import ProduceRecords, StreamSchedule, Variant, run_stream, _driver
+
+spark = spark_session()
+start_query = _driver.start_query
+
+def start_then_kill_the_jvm(session, spec, hook):
+    query = start_query(session, spec, hook)
+    os.kill(spark.sparkContext._gateway.proc.pid, signal.SIGKILL)
+    return query
+
+_driver.start_query = start_then_kill_the_jvm
+schedule = StreamSchedule(steps=(ProduceRecords(6, 0), ProduceRecords(6, 1)))
+result = run_stream(Variant.PARQUET, schedule, workdir=sys.argv[1], spark=spark)
+events = result.history.events
+errors = [e.detail for e in events if e.kind.value == "error"]
+print(json.dumps({"end": events[-1].detail, "errors": errors}), flush=True)
+os._exit(0)  # the JVM is gone: skip pyspark's exit handlers
+"""
+
+
+@pytest.mark.slow
+def test_a_jvm_killed_mid_drain_is_unknown(tmp_path: Path) -> None:
+    env = dict(os.environ, HARNESS_SPARK_TMPDIR=str(tmp_path / "spark"))
+    done = subprocess.run(
+        [sys.executable, "-c", _KILL_THE_JVM_MID_DRAIN, str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["end"].startswith("incomplete: the drain's query failed: "), report
+    assert "\n" not in report["end"]
+    drain_error, sink_error = report["errors"]
+    assert drain_error in report["end"]
+    assert "Py4J" in drain_error or "Connection" in drain_error, drain_error
+    assert "Py4J" in sink_error or "Connection" in sink_error, sink_error
+
+
+def test_the_start_gate_admits_as_many_holders_as_it_has_slots(tmp_path: Path) -> None:
+    import fcntl
+
+    from harness.spark.streaming._gate import start_gate
+
+    path = str(tmp_path / "gate")
+
+    def free(slot: int) -> bool:
+        descriptor = os.open(f"{path}.{slot}", os.O_CREAT | os.O_RDWR)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(descriptor)
+        return True
+
+    with start_gate(path, slots=2):
+        assert (free(0), free(1)) == (False, True)
+        with start_gate(path, slots=2):
+            assert (free(0), free(1)) == (False, False)
+        assert (free(0), free(1)) == (False, True)
+    assert (free(0), free(1)) == (True, True)
+    with start_gate(None):  # no gate: the caller holds it
+        assert free(0)
+    with start_gate(str(tmp_path / "no-such-dir" / "gate")):  # cannot open it: no gate
+        pass
+
+
+def test_a_spark_error_is_described_in_one_line_with_the_python_exception() -> None:
+    from harness.spark.streaming.runner import first_line
+
+    message = (
+        "[PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source instance: Traceback "
+        '(most recent call last):\n  File "datasource.py", line 9, in schema\n'
+        "    raise ConfigError(text)\nharness.errors.ConfigError: option 'uri' is bad\n"
+        " SQLSTATE: 38000\n\tat org.apache.spark.Thing(Thing.scala:1)"
+    )
+    assert first_line(message) == (
+        "[PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source instance: Traceback "
+        "(most recent call last): ... harness.errors.ConfigError: option 'uri' is bad"
+    )
+    assert first_line("\n  \n  one\ntwo") == "one"
+    assert first_line("") == "(no message)"
+    assert len(first_line("x" * 2000)) == 500
+
+
+@pytest.mark.slow
+def test_spark_python_processes_import_the_installed_compiled_pyspark(
+    spark: SparkSession,
+) -> None:
+    """Not pyspark.zip, which Spark puts first on its Python processes' path: compiled from
+    source in every process, it made the source runner miss its start deadline."""
+
+    def where(_: Any) -> str:
+        import pyspark
+
+        return str(pyspark.__file__)
+
+    (location,) = set(spark.sparkContext.parallelize(range(2), 2).map(where).collect())
+    assert "pyspark.zip" not in location, location
+    assert location.endswith(os.path.join("pyspark", "__init__.py")), location

@@ -9,6 +9,9 @@
   never fight over a port;
 * few shuffle partitions (4 by default: the histories of a test are small; raise it for big
   ones);
+* on a local master with a pip-installed pyspark, a ``SPARK_HOME`` (in the scratch space) under
+  which Spark's Python processes import the installed, byte-compiled pyspark rather than
+  compiling ``pyspark.zip`` from source in every process (:func:`_use_compiled_pyspark`);
 * its scratch space (``spark.local.dir``, the SQL warehouse, the checkpoint directory and the
   JVM's ``java.io.tmpdir``) in a fresh directory per process under
   ``$HARNESS_SPARK_TMPDIR`` (default: the system temp dir), named after the pytest-xdist
@@ -193,6 +196,8 @@ def spark_session(
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if not submitted and (master or DEFAULT_MASTER).startswith("local"):
+        _use_compiled_pyspark(scratch)
     # spark-submit (which pyspark runs to start the JVM) picks the java of JAVA_HOME first
     if java is not None and not os.environ.get("JAVA_HOME"):
         os.environ["JAVA_HOME"] = str(Path(os.path.realpath(java.java)).parent.parent)
@@ -210,6 +215,36 @@ def spark_session(
     session.sparkContext.setCheckpointDir(str(scratch / "checkpoints"))
     _state["session"] = session
     return session
+
+
+def _use_compiled_pyspark(scratch: Path) -> None:
+    """Point ``SPARK_HOME`` at a home for a pip-installed pyspark whose Python processes
+    import the installed, byte-compiled pyspark and py4j.
+
+    Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` (sources, no bytecode) first on the
+    ``PYTHONPATH`` of every Python process it starts, so each one compiles pyspark from
+    source: about three times the CPU of importing the installed package (a second of CPU
+    per process instead of a third), enough on a loaded machine for a streaming query's
+    Python source runner to miss Spark's fixed 10 s connect-back deadline. The home (in
+    the scratch dir) links everything of the installed pyspark but ``python/``. Nothing
+    changes when ``SPARK_HOME`` names another Spark (its zip is its own code), on Windows,
+    or when pyspark has no zip.
+    """
+    if os.name != "posix":
+        return
+    package = Path(importlib.import_module("pyspark").__file__ or "").resolve().parent
+    current = os.environ.get("SPARK_HOME")
+    if current is not None and Path(current).resolve() != package:
+        return
+    if not (package / "python" / "lib" / "pyspark.zip").is_file():
+        return
+    home = scratch / "spark-home"
+    if not home.is_dir():
+        home.mkdir()
+        for entry in package.iterdir():
+            if entry.name != "python":
+                (home / entry.name).symlink_to(entry)
+    os.environ["SPARK_HOME"] = str(home)
 
 
 def stop_spark_session() -> None:

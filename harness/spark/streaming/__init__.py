@@ -15,25 +15,28 @@ Importing this package imports neither pyspark nor Hypothesis; a query run impor
 ``docs/streaming.md`` describes the variants, the crashes and the measured throughput.
 """
 
-from harness.faults.streams import (
-    STREAM_SCHEDULE_VERSION,
-    CrashHow,
-    CrashPoint,
-    CrashQuery,
-    ProduceRecords,
-    RunBatches,
-    StreamSchedule,
-    StreamStep,
-)
-from harness.spark.streaming.runner import (
-    FiredCrash,
-    InjectedCrash,
-    RunSpec,
-    StreamConfig,
-    StreamResult,
-    Variant,
-    run_stream,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.faults.streams import (
+        STREAM_SCHEDULE_VERSION,
+        CrashHow,
+        CrashPoint,
+        CrashQuery,
+        ProduceRecords,
+        RunBatches,
+        StreamSchedule,
+        StreamStep,
+    )
+    from harness.spark.streaming.runner import (
+        FiredCrash,
+        InjectedCrash,
+        RunSpec,
+        StreamConfig,
+        StreamResult,
+        Variant,
+        run_stream,
+    )
 
 __all__ = [
     "STREAM_SCHEDULE_VERSION",
@@ -52,3 +55,26 @@ __all__ = [
     "Variant",
     "run_stream",
 ]
+
+_HOMES = {
+    **dict.fromkeys(
+        ("FiredCrash", "InjectedCrash", "RunSpec", "StreamConfig", "StreamResult", "Variant"),
+        "runner",
+    ),
+    "run_stream": "runner",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, imported on first use: Spark's Python processes import
+    :mod:`harness.spark.streaming.datasource` (this package first) for every query, and
+    need none of the runner."""
+    import importlib
+
+    if name in __all__:
+        home = _HOMES.get(name)
+        module = importlib.import_module(
+            "harness.faults.streams" if home is None else f"{__name__}.{home}"
+        )
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

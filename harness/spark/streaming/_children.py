@@ -1,6 +1,6 @@
 """Child driver processes of the streaming runner: waiting for their report, killing them whole.
 
-:func:`await_line` waits (a ``select`` with a deadline, no sleeps) for the first line a child
+:class:`Reports` waits (a ``select`` with a deadline, no sleeps) for each line a child
 driver or one of its Spark processes writes to a FIFO; :func:`kill_tree` sends ``SIGKILL`` to
 the child, its JVM and every process they started (process groups and every descendant found
 in ``/proc``, by id) and returns once none is alive, so nothing of a dead driver still holds a
@@ -16,35 +16,53 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import final
 
 from harness.errors import HarnessError
 
-__all__ = ["await_line", "kill_tree", "tail", "wait_exit"]
+__all__ = ["ChildSilent", "Reports", "kill_tree", "tail", "wait_exit"]
 
 
-def await_line(child: subprocess.Popen[bytes], channel: int, timeout_s: float, log: Path) -> str:
-    """The first line the child (or its Spark processes) writes to the FIFO ``channel``."""
-    deadline = time.monotonic() + timeout_s
-    buffered = b""
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise HarnessError(
-                f"the child driver (pid {child.pid}) reported nothing in {timeout_s:.0f}s; "
-                f"its output is in {log}"
-            )
-        # a bounded wait on the FIFO, waking up to notice a child that died silently
-        ready, _, _ = select.select([channel], [], [], min(remaining, 0.5))
-        if ready:
-            with contextlib.suppress(BlockingIOError):
-                buffered += os.read(channel, 4096)
-        if b"\n" in buffered:
-            return buffered.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
-        if not ready and child.poll() is not None:
-            raise HarnessError(
-                f"the child driver (pid {child.pid}) exited with status {child.returncode} "
-                f"without reporting; its output is in {log}:\n{tail(log)}"
-            )
+class ChildSilent(HarnessError):
+    """A child driver reported nothing in time, or exited without reporting."""
+
+
+@final
+class Reports:
+    """The lines a child driver (or its Spark processes) writes to the FIFO ``channel``,
+    one at a time, in order."""
+
+    def __init__(self, child: subprocess.Popen[bytes], channel: int, log: Path) -> None:
+        self.child = child
+        self.channel = channel
+        self.log = log
+        self._buffered = b""
+
+    def next(self, timeout_s: float) -> str:
+        """The next line; raises :class:`ChildSilent` after ``timeout_s`` without one, or
+        when the child has exited without writing one."""
+        deadline = time.monotonic() + timeout_s
+        child = self.child
+        while b"\n" not in self._buffered:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ChildSilent(
+                    f"the child driver (pid {child.pid}) reported nothing in {timeout_s:.0f}s; "
+                    f"its output is in {self.log}"
+                )
+            # a bounded wait on the FIFO, waking up to notice a child that died silently
+            ready, _, _ = select.select([self.channel], [], [], min(remaining, 0.5))
+            if ready:
+                with contextlib.suppress(BlockingIOError):
+                    self._buffered += os.read(self.channel, 4096)
+            elif child.poll() is not None:
+                raise ChildSilent(
+                    f"the child driver (pid {child.pid}) exited with status "
+                    f"{child.returncode} without reporting; its output is in {self.log}:\n"
+                    f"{tail(self.log)}"
+                )
+        line, self._buffered = self._buffered.split(b"\n", 1)
+        return line.decode("utf-8", "replace").strip()
 
 
 def tail(path: Path, lines: int = 30) -> str:
@@ -59,7 +77,7 @@ def wait_exit(child: subprocess.Popen[bytes], timeout_s: float, log: Path) -> No
         child.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         kill_tree(child)
-        raise HarnessError(
+        raise ChildSilent(
             f"the child driver (pid {child.pid}) did not exit within {timeout_s:.0f}s after "
             f"finishing; its output is in {log}"
         ) from None

@@ -18,10 +18,12 @@ write, which raises or signals and blocks at ``after_write_at``. This module imp
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -34,9 +36,9 @@ from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import StructType
 
-from harness.errors import HarnessError
+from harness.spark.streaming._gate import start_gate
 from harness.spark.streaming.datasource import DLogDataSource, DLogStreamReader, SourceOptions
-from harness.spark.streaming.runner import InjectedCrash, RunSpec, Variant
+from harness.spark.streaming.runner import InjectedCrash, RunSpec, Variant, describe, first_line
 
 __all__ = ["GATED_SOURCE_NAME", "GatedDLogDataSource", "main", "observe", "run_in_process"]
 
@@ -44,6 +46,7 @@ GATED_SOURCE_NAME: Final = "dlog-harness-gated"
 _GATE_PREFIX: Final = "harness."
 _PAYLOAD_SCHEMA: Final = "id string, key string, value bigint"
 _APPENDED: Final = "appended.jsonl"
+_SOURCES_WAIT_S: Final = 60.0
 
 
 def _signal(path: str, line: str) -> None:
@@ -236,7 +239,25 @@ def start_query(spark: SparkSession, spec: RunSpec, hook: _AfterWrite) -> Stream
     else:
         counts = parsed.groupBy("key").count()
         writer = counts.writeStream.outputMode("update").foreachBatch(_counts(store, hook))
-    return writer.option("checkpointLocation", spec.checkpoint).trigger(availableNow=True).start()
+    writer = writer.option("checkpointLocation", spec.checkpoint).trigger(availableNow=True)
+    with start_gate(spec.start_gate):
+        query = writer.start()
+        _await_sources(query)
+    return query
+
+
+def _await_sources(query: StreamingQuery) -> None:
+    """Return once the query's sources are initialized (Spark's Python source runner has
+    connected back and opened the source), the query has ended, or after
+    ``_SOURCES_WAIT_S``: the window the start gate covers."""
+    deadline = time.monotonic() + _SOURCES_WAIT_S
+    while query.isActive and time.monotonic() < deadline:
+        if not str(query.status.get("message", "")).startswith("Initializing"):
+            return
+        try:
+            query.awaitTermination(0.05)  # type: ignore[arg-type]  # a bounded wait (seconds)
+        except StreamingQueryException:
+            return  # it failed; the caller's awaitTermination reports how
 
 
 def _runner_session(spark: SparkSession, spec: RunSpec) -> SparkSession:
@@ -252,12 +273,14 @@ def _runner_session(spark: SparkSession, spec: RunSpec) -> SparkSession:
 def run_in_process(spark: SparkSession, spec: RunSpec, *, timeout_s: float) -> dict[str, Any]:
     """Run ``spec`` to its end or its crash point on ``spark``'s JVM.
 
-    Returns ``{"fired": bool, "batch": int | None, "rows": int | None, "error": str | None}``.
+    Returns ``{"fired": bool, "batch": int | None, "rows": int | None, "error": str | None}``;
+    never raises for a failure of Spark (``error`` is its one-line description then), a
+    query that outlives ``timeout_s`` included (it is stopped).
     """
-    session = _runner_session(spark, spec)
     hook = _AfterWrite(spec.after_write_at, None)
-    query = start_query(session, spec, hook)
+    query: StreamingQuery | None = None
     try:
+        query = start_query(_runner_session(spark, spec), spec, hook)
         finished = query.awaitTermination(max(1, int(timeout_s)))
     except StreamingQueryException as exc:
         if hook.fired is not None:
@@ -265,21 +288,27 @@ def run_in_process(spark: SparkSession, spec: RunSpec, *, timeout_s: float) -> d
         text = str(exc)
         if "InjectedCrash" in text and spec.raise_at is not None:
             return {"fired": True, "batch": spec.raise_at, "rows": None, "error": None}
-        return {"fired": False, "batch": None, "rows": None, "error": _first_line(text)}
+        return _failed(first_line(text))
+    except Exception as exc:  # the engine failed to start or to answer: a verdict, not a crash
+        _stop(query)
+        return _failed(describe(exc))
     if not finished:
-        query.stop()
-        raise HarnessError(
+        _stop(query)
+        return _failed(
             f"the {spec.variant.value} query did not finish within {timeout_s:.0f}s "
             f"(checkpoint {spec.checkpoint}); it was stopped"
         )
     return {"fired": False, "batch": None, "rows": None, "error": None}
 
 
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()[:500]
-    return "(no message)"
+def _failed(error: str) -> dict[str, Any]:
+    return {"fired": False, "batch": None, "rows": None, "error": error}
+
+
+def _stop(query: StreamingQuery | None) -> None:
+    if query is not None:
+        with contextlib.suppress(Exception):  # a dead JVM cannot stop anything
+            query.stop()
 
 
 def _json_lines(path: Path) -> list[dict[str, Any]]:
@@ -331,9 +360,10 @@ def main(argv: Sequence[str]) -> int:
         session = _runner_session(spark, spec)
         hook = _AfterWrite(spec.after_write_at, spec.signal)
         query = start_query(session, spec, hook)
+        _signal(spec.signal, "started")  # the parent lets the next query start
         query.awaitTermination()
     except BaseException as exc:
-        _signal(spec.signal, f"error {type(exc).__name__}: {_first_line(str(exc))}")
+        _signal(spec.signal, f"error {describe(exc)}")
         return 1
     _signal(spec.signal, "done")
     spark.stop()

@@ -101,6 +101,7 @@ from harness.log.dlsn import DLSN
 from harness.log.manager import LogManager
 from harness.log.namespace import LEVELDB_SCHEME, Namespace, open_namespace
 from harness.log.reader import LogReader
+from harness.spark.streaming._bulk import Scan, arrow_schema, fast_path, open_storage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -120,8 +121,9 @@ __all__ = [
     "encode_offsets",
     "latest_offsets",
     "plan_batch_end",
-    "share_round_robin",
+    "read_arrow",
     "read_range",
+    "share_round_robin",
     "register_dlog",
 ]
 
@@ -356,8 +358,25 @@ def _count(uri: str, log: str, start: DLSN, cap: DLSN, wait_s: float) -> int:
     return _retrying(count, wait_s)
 
 
-def _end_after(uri: str, log: str, start: DLSN, count: int, wait_s: float) -> DLSN:
-    """The offset just after the ``count``-th record of ``log`` from ``start``."""
+def _end_after(uri: str, log: str, start: DLSN, cap: DLSN, count: int, wait_s: float) -> DLSN:
+    """The offset just after the ``count``-th record of ``log`` from ``start`` (below
+    ``cap``): from the log's storage in bulk, or through a reader where truncated segments
+    decide where reading starts."""
+
+    def fast() -> DLSN | None:
+        storage = open_storage(uri, log)
+        try:
+            if not fast_path(storage.metadata, start, cap):
+                return None
+            found = Scan(storage, log, start, cap).end_after(count)
+        finally:
+            storage.close()
+        if found is None:
+            raise LogReadException(
+                f"log {log!r} in {uri} has fewer than {count} records from {start}, the "
+                "number it had a moment ago: was it truncated while being read?"
+            )
+        return found
 
     def scan() -> DLSN:
         with (
@@ -373,7 +392,7 @@ def _end_after(uri: str, log: str, start: DLSN, count: int, wait_s: float) -> DL
             )
         return records[-1].dlsn.next()
 
-    return _retrying(scan, wait_s)
+    return _retrying(fast, wait_s) or _retrying(scan, wait_s)
 
 
 def share_round_robin(available: Mapping[str, int], budget: int) -> dict[str, int]:
@@ -421,25 +440,12 @@ def plan_batch_end(
         elif taken[log] == available[log]:
             end[log] = cap[log]
         else:
-            end[log] = _end_after(settings.uri, log, begin[log], taken[log], wait)
+            end[log] = _end_after(settings.uri, log, begin[log], cap[log], taken[log], wait)
     return end
 
 
 def _pyarrow() -> Any:
     return importlib.import_module("pyarrow")
-
-
-def _arrow_schema() -> Any:
-    pa = _pyarrow()
-    return pa.schema(
-        [
-            ("log", pa.string()),
-            ("txid", pa.int64()),
-            ("dlsn", pa.string()),
-            ("sequence_id", pa.int64()),
-            ("payload", pa.binary()),
-        ]
-    )
 
 
 def read_range(
@@ -471,16 +477,48 @@ def read_range(
                 record = reader.read_next()
         except EndOfStream:
             pass
-        reached = end if beyond else (start if last is None else last.next())
-        if reached < end:
-            raise LogReadException(
-                f"log {log!r} in {uri} ends at {reached} but the planned range runs to "
-                f"{end}: records below the range's end are gone (truncated or never "
-                "committed), so the range cannot be replayed"
-            )
+        _check_reached(uri, log, start, end, last, beyond)
     finally:
         reader.close()
         namespace.close()
+
+
+def _check_reached(
+    uri: str, log: str, start: DLSN, end: DLSN, last: DLSN | None, beyond: bool
+) -> None:
+    reached = end if beyond else (start if last is None else last.next())
+    if reached < end:
+        raise LogReadException(
+            f"log {log!r} in {uri} ends at {reached} but the planned range runs to "
+            f"{end}: records below the range's end are gone (truncated or never "
+            "committed), so the range cannot be replayed"
+        )
+
+
+def read_arrow(
+    uri: str, log: str, start: DLSN, end: DLSN, *, lock_wait_s: float = _DEFAULT_LOCK_WAIT_S
+) -> Iterator[Any]:
+    """The rows of :func:`read_range` as Arrow record batches of about
+    :data:`ARROW_BATCH_ROWS` rows, decoded in bulk from the log's storage (through a reader
+    where a truncated segment decides where reading starts); the same rows, the same
+    errors."""
+    if end <= start:
+        return
+    try:
+        storage = _retrying(lambda: open_storage(uri, log), lock_wait_s)
+    except LogNotFound:
+        storage = None
+    if storage is None or not fast_path(storage.metadata, start, end):
+        if storage is not None:
+            storage.close()
+        yield from _arrow_batches(read_range(uri, log, start, end, lock_wait_s=lock_wait_s))
+        return
+    try:
+        scan = Scan(storage, log, start, end)
+        yield from scan.batches(ARROW_BATCH_ROWS)
+        _check_reached(uri, log, start, end, scan.last, scan.beyond)
+    finally:
+        storage.close()
 
 
 def _positioned(uri: str, log: str, start: DLSN) -> tuple[Namespace, LogReader, Any]:
@@ -509,7 +547,7 @@ def _arrow_batches(
     rows: Iterator[tuple[str, int, str, int, bytes]],
 ) -> Iterator[Any]:
     pa = _pyarrow()
-    schema = _arrow_schema()
+    schema = arrow_schema(pa)
     chunk: list[tuple[str, int, str, int, bytes]] = []
     for row in rows:
         chunk.append(row)
@@ -565,14 +603,13 @@ def _partitions(settings: SourceOptions, start: Offsets, end: Offsets) -> list[D
 def _read_partition(settings: SourceOptions, partition: InputPartition) -> Iterator[Any]:
     if not isinstance(partition, DLogPartition):
         raise ConfigError(f"the dlog source cannot read partition {partition!r}")
-    rows = read_range(
+    return read_arrow(
         settings.uri,
         partition.log,
         DLSN.from_json(partition.start),
         DLSN.from_json(partition.end),
         lock_wait_s=settings.lock_wait_s,
     )
-    return _arrow_batches(rows)
 
 
 class DLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

@@ -56,18 +56,19 @@ Importing this module imports neither pyspark nor Hypothesis.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
 from harness.check.verdict import Guarantee
-from harness.errors import ConfigError, HarnessError
+from harness.errors import ConfigError, HarnessError, MissingDependency
 from harness.faults.streams import (
     CrashHow,
     CrashPoint,
@@ -88,7 +89,8 @@ from harness.history.events import (
 from harness.log.dlsn import DLSN
 from harness.log.namespace import leveldb_uri, open_namespace
 from harness.log.record import LogRecord
-from harness.spark.streaming._children import await_line, kill_tree, wait_exit
+from harness.spark.streaming._children import ChildSilent, Reports, kill_tree, wait_exit
+from harness.spark.streaming._gate import gate_path, start_gate
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -105,11 +107,33 @@ __all__ = [
 
 _INITIAL: Final = DLSN.INITIAL.to_json()
 _CHILD_JVM_OPTIONS: Final = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-_WORKER_TIMEOUT: Final = "Python worker failed to connect back"
-"""Spark's error when a Python worker it started misses its fixed 10 s connect-back
-deadline (seen on a loaded 2-core machine, as the source plans a batch): the drain then
-starts again from the checkpoint, as an operator would, up to ``_DRAIN_ATTEMPTS`` times."""
-_DRAIN_ATTEMPTS: Final = 3
+_START_FAILURES: Final = ("Python worker failed to connect back", "CANNOT_OPEN_SOCKET")
+"""Spark's errors when its Python source runner, a fresh process per query, missed its fixed
+10 s deadline to connect back to the JVM (a starved machine): the query died while it
+initialized its source, before any batch."""
+_ATTEMPTS: Final = 3
+"""Query starts per step when Python workers miss their deadline (see :meth:`_Runner._retry`)."""
+_ERROR_CHARS: Final = 500
+_TRACEBACK: Final = "Traceback (most recent call last):"
+
+
+def first_line(text: str) -> str:
+    """One line for an error message: its first non-blank line, and when the message holds a
+    Python traceback (a source that raised inside Spark) the traceback's exception line
+    too; stripped, at most 500 characters."""
+    lines = text.splitlines()
+    head = next((line.strip() for line in lines if line.strip()), "(no message)")
+    if _TRACEBACK in text:
+        after = lines[next(i for i, line in enumerate(lines) if _TRACEBACK in line) + 1 :]
+        raised = next((line for line in after if line.strip() and not line[0].isspace()), "")
+        if raised.strip() and raised.strip() not in head:
+            head = f"{head} ... {raised.strip()}"
+    return head[:_ERROR_CHARS]
+
+
+def describe(exc: BaseException) -> str:
+    """One line for a failure of Spark: the exception's type and its message's first line."""
+    return f"{type(exc).__name__}: {first_line(str(exc))}"
 
 
 class InjectedCrash(HarnessError):
@@ -198,6 +222,9 @@ class RunSpec:
     write."""
     signal: str | None = None
     """A FIFO the child's crash points and its end are reported on, one line each."""
+    start_gate: str | None = None
+    """The machine's start gate (:mod:`harness.spark.streaming._gate`), held from the
+    query's ``start()`` until its source is initialized; None: the caller holds it."""
 
     def to_json(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -251,6 +278,10 @@ class StreamResult:
     crashes: tuple[FiredCrash, ...]
     query_runs: int
     """Queries started (in this process or in child drivers), the drain's included."""
+    restarts: tuple[str, ...] = ()
+    """Spark's errors for query starts that were made again because a Python worker missed
+    its connect-back deadline before the query did anything (not in the history: nothing
+    happened); empty on an unstarved machine."""
 
     @property
     def replayed_rows(self) -> int:
@@ -291,9 +322,13 @@ def run_stream(
     """Run ``variant`` under ``schedule`` in ``workdir`` (a fresh, empty directory) and record
     the history. ``spark`` is the session for in-process runs (default: the process's, from
     :func:`harness.spark.session.spark_session`); SIGKILL steps start child drivers.
-    Raises :class:`HarnessError` when the harness itself cannot proceed (a child that
-    never reports, a query that outlives ``timeout_s``); failures of the query under test
-    are recorded in the history instead (``error`` events, an incomplete end).
+    Never raises for a failure of Spark: an engine that fails to start a query, to run it,
+    to drain or to observe the sink, a JVM or child driver that dies or hangs past
+    ``timeout_s``, all are recorded in the history (an ``error`` event with Spark's message)
+    and end the run ``incomplete: <why>``, which the checkers report as UNKNOWN. Raises
+    :class:`ConfigError` for bad arguments, :class:`~harness.errors.MissingDependency`
+    without pyspark or Java, and :class:`HarnessError` when the harness's own world fails
+    (its namespace, its directories, processes that survive SIGKILL).
     """
     if not isinstance(variant, Variant):
         raise ConfigError(f"variant must be a Variant, got {variant!r}")
@@ -334,6 +369,7 @@ class _Runner:
         self.processes = 0
         self.query_runs = 0
         self.children = 0
+        self.restarts: list[str] = []
         with open_namespace(self.uri) as namespace:
             for log in config.logs:
                 namespace.create_log(log)
@@ -369,6 +405,7 @@ class _Runner:
             history=History(meta=meta, events=tuple(self.recorder.events)),
             crashes=tuple(self.crashes),
             query_runs=self.query_runs,
+            restarts=tuple(self.restarts),
         )
 
     def _produce(self, step: ProduceRecords) -> None:
@@ -437,6 +474,7 @@ class _Runner:
             checkpoint=str(self.checkpoint),
             sink=str(self.sink),
             store=str(self.store),
+            start_gate=gate_path(),
             **gate,
         )
 
@@ -494,16 +532,42 @@ class _Runner:
                 (self.checkpoint / "commits" / name).unlink()
         return _Outcome(fired=True, batch=batch)
 
-    def _in_process(self, spec: RunSpec) -> _Outcome:
+    def _in_process(self, spec: RunSpec, *, drain: bool = False) -> _Outcome:
         from harness.spark.streaming import _driver
 
-        result = _driver.run_in_process(self._session(), spec, timeout_s=self.config.timeout_s)
-        return _Outcome(
-            fired=bool(result.get("fired")),
-            batch=result.get("batch"),
-            rows=result.get("rows"),
-            error=result.get("error"),
-        )
+        def attempt() -> _Outcome:
+            try:
+                session = self._session()
+            except (ConfigError, MissingDependency):
+                raise
+            except Exception as exc:  # a JVM that fails to start is Spark's failure
+                return _Outcome(error=describe(exc))
+            result = _driver.run_in_process(session, spec, timeout_s=self.config.timeout_s)
+            return _Outcome(
+                fired=bool(result.get("fired")),
+                batch=result.get("batch"),
+                rows=result.get("rows"),
+                error=result.get("error"),
+            )
+
+        return self._retry(attempt, drain=drain)
+
+    def _retry(self, attempt: Callable[[], _Outcome], *, drain: bool) -> _Outcome:
+        """``attempt()``, made again (at most ``_ATTEMPTS`` in all) while it fails because a
+        Python worker of Spark missed its start deadline and left the checkpoint as it was:
+        the query died initializing its source, nothing happened. The drain is made again
+        even when it got somewhere: it processes whatever remains."""
+        outcome = _Outcome()
+        for number in range(1, _ATTEMPTS + 1):
+            before = _checkpoint_files(self.checkpoint)
+            outcome = attempt()
+            error = outcome.error
+            if error is None or not any(text in error for text in _START_FAILURES):
+                break
+            if number == _ATTEMPTS or (not drain and _checkpoint_files(self.checkpoint) != before):
+                break
+            self.restarts.append(error)
+        return outcome
 
     def _session(self) -> SparkSession:
         if self._spark is None:
@@ -515,22 +579,55 @@ class _Runner:
     # -- SIGKILL of a child driver ----------------------------------------------------------
 
     def _kill(self, step: CrashQuery, ahead: int) -> _Outcome:
+        batch = min(step.batch, ahead - 1)
+        if step.point is CrashPoint.BEFORE_WRITE:
+            spec = self._spec(block_at=batch)
+        elif self.variant is Variant.PARQUET:
+            # no hook between the file sink's write and its commit: the kill lands as the
+            # next batch is planned (a one-batch run: as its only batch is planned)
+            spec = self._spec(block_at=min(step.batch + 1, ahead - 1))
+        else:
+            spec = self._spec(after_write_at=batch)
+        return self._retry(lambda: self._child(spec), drain=False)
+
+    def _child(self, spec: RunSpec) -> _Outcome:
+        """Run ``spec`` in a child driver; SIGKILL it, whole, when it reaches its crash point.
+
+        The child's JVM boots and its query starts under the machine's start gate, held
+        here until the child reports ``started``: a JVM booting next to a Python source
+        runner is what starves the runner past its deadline."""
         self.children += 1
         number = self.children
         fifo = self.workdir / f"child-{number}.signal"
         os.mkfifo(fifo)
-        batch = min(step.batch, ahead - 1)
-        if step.point is CrashPoint.BEFORE_WRITE:
-            spec = self._spec(block_at=batch, signal=str(fifo))
-        elif self.variant is Variant.PARQUET:
-            # no hook between the file sink's write and its commit: the kill lands as the
-            # next batch is planned (a one-batch run: as its only batch is planned)
-            spec = self._spec(block_at=min(step.batch + 1, ahead - 1), signal=str(fifo))
-        else:
-            spec = self._spec(after_write_at=batch, signal=str(fifo))
+        spec = dataclasses.replace(spec, signal=str(fifo), start_gate=None)
+        log_path = self.workdir / f"child-{number}.log"
+        # Opened read-write so that the FIFO always has a writer: select() then waits for
+        # data instead of reporting end-of-file while no child has it open.
+        channel = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+        try:
+            with contextlib.ExitStack() as gate:
+                gate.enter_context(start_gate(gate_path()))
+                child = self._launch(spec, number, log_path)
+                reports = Reports(child, channel, log_path)
+                try:
+                    message = reports.next(self.config.timeout_s)
+                    if message == "started":
+                        gate.close()
+                        message = reports.next(self.config.timeout_s)
+                except ChildSilent as exc:
+                    kill_tree(child)
+                    return _Outcome(error=first_line(str(exc)))
+                except BaseException:
+                    kill_tree(child)
+                    raise
+        finally:
+            os.close(channel)
+        return self._reported(child, message, log_path)
+
+    def _launch(self, spec: RunSpec, number: int, log_path: Path) -> subprocess.Popen[bytes]:
         spec_path = self.workdir / f"child-{number}.json"
         spec_path.write_text(json.dumps(spec.to_json()), encoding="utf-8")
-        log_path = self.workdir / f"child-{number}.log"
         env = dict(os.environ)
         env["HARNESS_SPARK_TMPDIR"] = str(self.workdir / f"child-{number}-spark")
         env["PYTHONUNBUFFERED"] = "1"
@@ -539,28 +636,19 @@ class _Runner:
         env["JAVA_TOOL_OPTIONS"] = " ".join(
             filter(None, [env.get("JAVA_TOOL_OPTIONS"), _CHILD_JVM_OPTIONS])
         )
-        # Opened read-write so that the FIFO always has a writer: select() then waits for
-        # data instead of reporting end-of-file while no child has it open.
-        channel = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
-        try:
-            with log_path.open("wb") as log:
-                child = subprocess.Popen(
-                    [sys.executable, "-m", "harness.spark.streaming._driver", str(spec_path)],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                    env=env,
-                )
-            try:
-                message = await_line(child, channel, self.config.timeout_s, log_path)
-            except BaseException:
-                kill_tree(child)
-                raise
-        finally:
-            os.close(channel)
+        with log_path.open("wb") as log:
+            return subprocess.Popen(
+                [sys.executable, "-m", "harness.spark.streaming._driver", str(spec_path)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env=env,
+            )
+
+    def _reported(self, child: subprocess.Popen[bytes], message: str, log: Path) -> _Outcome:
         words = message.split()
-        if words[0] == "fired":
+        if words and words[0] == "fired":
             kill_tree(child)
             rows = int(words[3])
             return _Outcome(
@@ -569,15 +657,17 @@ class _Runner:
                 batch=int(words[2]),
                 rows=rows if rows >= 0 else None,
             )
-        wait_exit(child, self.config.timeout_s, log_path)
-        if words[0] == "done":
+        try:
+            wait_exit(child, self.config.timeout_s, log)
+        except ChildSilent as exc:
+            return _Outcome(error=first_line(str(exc)))
+        if words and words[0] == "done":
             return _Outcome()
         return _Outcome(error=message.partition(" ")[2] or "the child driver failed")
 
     # -- the drain ------------------------------------------------------------------------
 
     def _drain(self) -> str:
-        from harness.spark.streaming import _driver
         from harness.spark.streaming.datasource import latest_offsets
 
         outcome = _Outcome()
@@ -585,10 +675,7 @@ class _Runner:
             self.processes += 1
             self.recorder.add(EventKind.START, process=self.processes)
             self.query_runs += 1
-            for _ in range(_DRAIN_ATTEMPTS):
-                outcome = self._in_process(self._spec())
-                if outcome.error is None or _WORKER_TIMEOUT not in outcome.error:
-                    break
+            outcome = self._in_process(self._spec(), drain=True)
             if outcome.error is not None:
                 self.recorder.add(EventKind.ERROR, process=self.processes, detail=outcome.error)
         state = _checkpoint_state(self.checkpoint)
@@ -598,9 +685,11 @@ class _Runner:
             for log in self.config.logs
             if state.committed.get(log, _INITIAL) != latest[log].to_json()
         ]
-        self._observe(_driver.observe(self._session(), self._spec()))
+        unobserved = self._observe()
         if outcome.error is not None:
             return f"incomplete: the drain's query failed: {outcome.error}"
+        if unobserved is not None:
+            return f"incomplete: the sink could not be observed: {unobserved}"
         if state.uncommitted is not None or behind:
             return (
                 "incomplete: after the drain the checkpoint has not committed the end of "
@@ -608,7 +697,23 @@ class _Runner:
             )
         return "complete"
 
-    def _observe(self, rows: Sequence[Mapping[str, Any]]) -> None:
+    def _observe(self) -> str | None:
+        """Record what the sink holds (``observe`` events); when Spark cannot read it, record
+        an ``error`` event instead and return its one-line description."""
+        from harness.spark.streaming import _driver
+
+        try:
+            rows = _driver.observe(self._session(), self._spec())
+        except (ConfigError, MissingDependency):
+            raise
+        except Exception as exc:  # Spark's failure to read the sink: a verdict, not a crash
+            error = describe(exc)
+            self.recorder.add(EventKind.ERROR, process=self.processes, detail=error)
+            return error
+        self._record_observations(rows)
+        return None
+
+    def _record_observations(self, rows: Sequence[Mapping[str, Any]]) -> None:
         sink = self.variant.sink_name
         if self.variant is Variant.STATEFUL_COUNT:
             for row in rows:
@@ -671,3 +776,8 @@ def _checkpoint_state(checkpoint: Path) -> _CheckpointState:
     if offsets and max(offsets) > max(commits, default=-1):
         uncommitted = _logged_offset(checkpoint, max(offsets))
     return _CheckpointState(committed=committed, uncommitted=uncommitted)
+
+
+def _checkpoint_files(checkpoint: Path) -> tuple[set[int], set[int]]:
+    """The batch ids in the checkpoint's offset and commit logs: what a query run changes."""
+    return _batch_ids(checkpoint / "offsets"), _commit_ids(checkpoint)

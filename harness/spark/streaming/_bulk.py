@@ -1,0 +1,211 @@
+"""The dlog source's fast path: a LevelDB log's committed entries decoded in bulk into Arrow.
+
+:class:`~harness.log.reader.LogReader` builds a DLSN and a record object per record, which
+makes Python the bottleneck of a Spark query over the log. Here the source reads the log's
+storage (:class:`~harness.log.storage.base.LogStorage`, the narrow interface every backend
+implements) entry by entry, keeps the user records of a DLSN range with the reader's rules
+(committed entries only, control records skipped, the end-of-stream marker ends the log,
+a missing entry below the committed point is :class:`~harness.errors.CorruptData`) and
+builds Arrow columns per entry, with each entry's DLSN prefix Base64-encoded once.
+
+Truncated segments change where a reader starts (DistributedLog's rules, in the reader):
+:func:`fast_path` says whether a range touches one, and the source uses the reader there.
+pyarrow is imported when a batch is built.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import struct
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import unquote
+
+from harness.errors import CorruptData
+from harness.log.dlsn import DLSN
+from harness.log.namespace import LEVELDB_SCHEME
+from harness.log.record import FLAG_CONTROL, FLAG_END_OF_STREAM, StoredRecord
+from harness.log.storage.base import LogMetadata, LogStorage, SegmentMetadata, Truncation
+
+__all__ = ["Scan", "arrow_schema", "fast_path", "open_storage"]
+
+_PREFIX: Final = struct.Struct(">bqq")  # version 1, segment, entry: 17 of a DLSN's 25 bytes
+_SLOT_PAD: Final = bytes(7)  # a slot below 256: seven zero bytes, then the slot's byte
+_TAILS: Final = tuple(base64.b64encode(bytes([b])).decode("ascii") for b in range(256))
+"""The Base64 of a DLSN's last byte: 24 bytes (a multiple of three) encode on their own."""
+_V1: Final = struct.Struct(">bqqq")
+
+Entry = tuple[SegmentMetadata, int, tuple[StoredRecord, ...]]
+
+
+def open_storage(uri: str, log: str) -> LogStorage:
+    """The storage of ``log`` in the LevelDB namespace ``uri`` (``LogNotFound`` if absent,
+    ``StoreLocked`` while another process holds it)."""
+    from harness.log.storage.leveldb import LevelDBNamespaceStorage
+
+    path = unquote(uri[len(f"{LEVELDB_SCHEME}://") :])
+    return LevelDBNamespaceStorage(Path(path)).open(log)
+
+
+def fast_path(metadata: LogMetadata, start: DLSN, end: DLSN) -> bool:
+    """Whether ``[start, end)`` can be read from the storage directly: something is
+    committed and no segment the range touches is truncated."""
+    return metadata.committed is not None and all(
+        segment.truncation is Truncation.ACTIVE
+        for segment in metadata.segments
+        if start.segment <= segment.segment <= end.segment
+    )
+
+
+def _dlsn_text(segment: int, entry: int, slot: int, prefix: str) -> str:
+    if slot < 256:
+        return prefix + _TAILS[slot]
+    return base64.b64encode(_V1.pack(1, segment, entry, slot)).decode("ascii")
+
+
+def arrow_schema(pa: Any) -> Any:
+    """The Arrow form of the source's schema (``SCHEMA_DDL``)."""
+    return pa.schema(
+        [
+            ("log", pa.string()),
+            ("txid", pa.int64()),
+            ("dlsn", pa.string()),
+            ("sequence_id", pa.int64()),
+            ("payload", pa.binary()),
+        ]
+    )
+
+
+class Scan:
+    """The user records of one log with ``start <= dlsn < end``, from its storage.
+
+    After the iteration, :attr:`last` is the DLSN of the last record kept (None if none),
+    :attr:`beyond` whether a user record at or past ``end`` was seen, and
+    :attr:`end_of_stream` whether the log's end-of-stream marker stopped it.
+    """
+
+    def __init__(self, storage: LogStorage, name: str, start: DLSN, end: DLSN) -> None:
+        self.storage = storage
+        self.name = name
+        self.start = start
+        self.end = end
+        self.last: DLSN | None = None
+        self.beyond = False
+        self.end_of_stream = False
+
+    def entries(self) -> Iterator[Entry]:
+        """The committed entries from ``start``'s to ``end``'s, in order."""
+        metadata = self.storage.metadata
+        committed = metadata.committed
+        if committed is None:
+            return
+        start, end = self.start, self.end
+        for segment in sorted(metadata.segments, key=lambda s: s.segment):
+            number = segment.segment
+            if number < start.segment:
+                continue
+            if number > end.segment or number > committed[0]:
+                return
+            first = start.entry if number == start.segment else 0
+            last = segment.last_entry
+            if number == committed[0]:
+                last = min(last, committed[1])
+            if number == end.segment:
+                last = min(last, end.entry)
+            if last < first:
+                continue
+            expected = first
+            for entry, records in self.storage.read_entries(number, first, last):
+                if entry != expected:
+                    break
+                expected = entry + 1
+                yield segment, entry, records
+            if expected <= last:
+                raise CorruptData(
+                    f"log {self.name!r} is missing entry {expected} of segment {number} "
+                    "below its committed point; the stored log is damaged"
+                )
+
+    def _slots(self, number: int, entry: int, records: Sequence[StoredRecord]) -> range:
+        """The slots of an entry inside the range, up to an end-of-stream marker (which sets
+        :attr:`end_of_stream`); marks :attr:`beyond` when the entry holds records past it."""
+        low = self.start.slot if (number, entry) == (self.start.segment, self.start.entry) else 0
+        high = len(records)
+        if (number, entry) == (self.end.segment, self.end.entry):
+            high = min(high, self.end.slot)
+            self.beyond = any(not record[2] for record in records[high:])
+        flags = [record[2] for record in records[low:high]]
+        if any(flags):
+            for index, flag in enumerate(flags):
+                if flag & FLAG_END_OF_STREAM:
+                    self.end_of_stream = True
+                    self.beyond = False
+                    return range(low, low + index)
+        return range(low, high)
+
+    def columns(self, rows: int) -> Iterator[tuple[list[int], list[str], list[int], list[bytes]]]:
+        """``(txids, dlsns, sequence_ids, payloads)`` of about ``rows`` records at a time."""
+        txids: list[int] = []
+        dlsns: list[str] = []
+        sequences: list[int] = []
+        payloads: list[bytes] = []
+        for segment, entry, records in self.entries():
+            number = segment.segment
+            slots = self._slots(number, entry, records)
+            if slots:
+                prefix = base64.b64encode(_PREFIX.pack(1, number, entry) + _SLOT_PAD).decode()
+                txid, payload, flags, position = zip(
+                    *records[slots.start : slots.stop], strict=True
+                )
+                if any(flags):  # control records among them: keep the user records only
+                    kept = [i for i, f in enumerate(flags) if not f & FLAG_CONTROL]
+                    txid = tuple(txid[i] for i in kept)
+                    payload = tuple(payload[i] for i in kept)
+                    position = tuple(position[i] for i in kept)
+                    chosen = [slots.start + i for i in kept]
+                else:
+                    chosen = list(slots)
+                if chosen:
+                    txids.extend(txid)
+                    payloads.extend(payload)
+                    base = segment.start_sequence_id - 1
+                    sequences.extend([base + p for p in position])
+                    dlsns.extend([_dlsn_text(number, entry, s, prefix) for s in chosen])
+                    self.last = DLSN(number, entry, chosen[-1])
+            if self.end_of_stream or self.beyond:
+                break
+            if len(txids) >= rows:
+                yield txids, dlsns, sequences, payloads
+                txids, dlsns, sequences, payloads = [], [], [], []
+        if txids:
+            yield txids, dlsns, sequences, payloads
+
+    def batches(self, rows: int) -> Iterator[Any]:
+        """Arrow record batches of the source's schema, about ``rows`` rows each."""
+        pa = importlib.import_module("pyarrow")
+        schema = arrow_schema(pa)
+        name = self.name
+        for txids, dlsns, sequences, payloads in self.columns(rows):
+            arrays = [
+                pa.repeat(pa.scalar(name, pa.string()), len(txids)),
+                pa.array(txids, pa.int64()),
+                pa.array(dlsns, pa.string()),
+                pa.array(sequences, pa.int64()),
+                pa.array(payloads, pa.binary()),
+            ]
+            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    def end_after(self, count: int) -> DLSN | None:
+        """The DLSN just after the ``count``-th user record of the range (None: fewer)."""
+        remaining = count
+        for segment, entry, records in self.entries():
+            number = segment.segment
+            users = [s for s in self._slots(number, entry, records) if not records[s][2]]
+            if remaining <= len(users):
+                return DLSN(number, entry, users[remaining - 1] + 1)
+            remaining -= len(users)
+            if self.end_of_stream:
+                return None
+        return None
