@@ -19,21 +19,23 @@ import shlex
 import sys
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from harness.check import Guarantee, Status, Verdict, check
 from harness.errors import ConfigError, HarnessError
 from harness.faults.schedule import Schedule
 from harness.faults.simplify import simplify
 from harness.history.events import History
+from harness.search.coverage import Coverage
+from harness.search.systematic import Plan, coverage, plan
 from harness.sim.simulator import Processor, processor_path, simulate
 from harness.sim.topology import Topology
 from harness.sim.world import BACKENDS, Backend
 
 if TYPE_CHECKING:
-    from harness.strategies.schedules import Fault
+    from harness.faults.kinds import Fault
 
 __all__ = [
     "REPLAY_VERSION",
@@ -226,6 +228,8 @@ class Failure:
     first_failure_seconds: float
     replay_file: Path | None
     replay_command: str
+    coverage: Coverage = field(default_factory=Coverage)
+    """What the search had exercised when it failed."""
 
     def report(self) -> str:
         """The text shown when an exploration fails."""
@@ -236,7 +240,7 @@ class Failure:
             self.verdict.summary(),
             f"shrunk schedule ({len(self.schedule)} steps; first failure at schedule "
             f"{self.first_failure_example} after {self.first_failure_seconds:.2f} s, "
-            f"{self.examples} schedules run in all):",
+            f"{self.examples} schedules run in all; coverage: {self.coverage.summary()}):",
             self.schedule.describe(),
             f"schedule JSON: {self.schedule.dumps()}",
             f"seed: {self.seed}  (explore(..., seed={self.seed}) repeats this search)",
@@ -256,12 +260,21 @@ class CounterexampleFound(HarnessError, AssertionError):
 
 @dataclass(frozen=True, slots=True)
 class Exploration:
-    """A passing exploration: how many schedules were run, from which seed."""
+    """A passing exploration: how many schedules were run, from which seed, and the fault
+    coverage they achieved."""
 
     processor: str
     guarantee: Guarantee
     examples: int
     seed: int
+    coverage: Coverage = field(default_factory=Coverage)
+
+    def summary(self) -> str:
+        """``at-least-once held for m:p: 53/53 fault points, ..., 300 schedules (...)``."""
+        return (
+            f"{self.guarantee.value} held for {self.processor}: {self.coverage.summary()}, "
+            f"seed {self.seed}"
+        )
 
 
 class _Failed(Exception):
@@ -285,105 +298,181 @@ def explore(
     guarantee: Guarantee | str,
     topology: Topology | None = None,
     backend: Backend = "memory",
-    max_examples: int = 200,
-    max_steps: int = 30,
+    max_examples: int | None = None,
+    max_steps: int | None = None,
     faults: Iterable[Fault | str] | None = None,
     seed: int | None = None,
     failures_dir: str | os.PathLike[str] | None = DEFAULT_FAILURES_DIR,
+    systematic: bool = True,
 ) -> Exploration:
-    """Run ``processor`` under up to ``max_examples`` drawn schedules; raise on a failure.
+    """Run ``processor`` under up to ``max_examples`` schedules; raise on a failure.
 
-    The search is deterministic: ``seed`` (default: ``$HARNESS_SEED``, else derived from
-    the processor's name) fixes the schedules drawn. On a failure (INVALID, or UNKNOWN,
-    which fails closed) Hypothesis shrinks the schedule, the replay file is written to
-    ``failures_dir`` (None: not written) and :class:`CounterexampleFound` is raised.
+    First the systematic phase (``systematic=False`` turns it off): every single fault at
+    every fault point of small workloads, then bounded pairs, deterministic and seedless
+    (:mod:`harness.search.systematic`); it takes at most three quarters of the budget. Then
+    Hypothesis draws the rest, from ``seed`` (default: ``$HARNESS_SEED``, else derived from
+    the processor's name). ``max_examples`` and ``max_steps`` default to the default
+    profile's (``$HARNESS_PROFILE``, else ``ci``). On a failure (INVALID, or UNKNOWN, which
+    fails closed) the schedule is shrunk, the replay file is written to ``failures_dir``
+    (None: not written) and :class:`CounterexampleFound` is raised. Either way the result
+    carries the fault coverage the search achieved.
     """
-    import hypothesis
-    from hypothesis import HealthCheck, Phase, Verbosity
+    from harness.faults.kinds import fault_set
+    from harness.search.profiles import profile
 
-    from harness.strategies.schedules import schedules
-
+    budget = profile(None)
     guarantee = _guarantee(guarantee)
     topology = topology or Topology()
+    max_examples = budget.max_examples if max_examples is None else max_examples
+    max_steps = budget.max_steps if max_steps is None else max_steps
     if backend not in BACKENDS:
         raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if type(max_examples) is not int or max_examples < 1:
         raise ConfigError(f"max_examples must be an int >= 1, got {max_examples!r}")
+    if type(systematic) is not bool:
+        raise ConfigError(f"systematic must be True or False, got {systematic!r}")
     name = processor_path(processor)
     seed = default_seed(name) if seed is None else seed
     if type(seed) is not int:
         raise ConfigError(f"seed must be an int, got {seed!r}")
-    strategy = schedules(topology, faults, max_steps=max_steps)
-    found: dict[str, Any] = {"examples": 0, "first": None, "last": None}
-    started = time.perf_counter()
-
-    @hypothesis.settings(
-        max_examples=max_examples,
-        deadline=None,
-        database=None,
-        derandomize=False,
-        print_blob=False,
-        verbosity=Verbosity.quiet,
-        phases=(Phase.generate, Phase.shrink),
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
+    search = _Search(
+        processor, name, guarantee, topology, backend, fault_set(faults), seed, failures_dir
     )
-    @hypothesis.seed(seed)
-    @hypothesis.given(strategy)
-    def run(schedule: Schedule) -> None:
-        found["examples"] += 1
-        history, verdict = run_once(
-            processor, schedule, guarantee, topology=topology, backend=backend
+    search.systematic(max_examples * 3 // 4 if systematic else 0)
+    search.drawn(max_examples - search.ran, max_steps)
+    return Exploration(name, guarantee, search.ran, seed, search.coverage())
+
+
+class _Search:
+    """One exploration's state: the phases run in turn, and the failure path they share."""
+
+    def __init__(
+        self,
+        processor: Processor,
+        name: str,
+        guarantee: Guarantee,
+        topology: Topology,
+        backend: Backend,
+        faults: frozenset[Fault],
+        seed: int,
+        failures_dir: str | os.PathLike[str] | None,
+    ) -> None:
+        self.processor, self.name, self.guarantee = processor, name, guarantee
+        self.topology, self.backend, self.faults = topology, backend, faults
+        self.seed, self.failures_dir = seed, failures_dir
+        self.plan: Plan | None = None
+        self.ran = 0
+        self.planned_ran = 0
+        self.drawn_ran = 0
+        self.started = time.perf_counter()
+
+    def run(self, schedule: Schedule) -> tuple[History, Verdict]:
+        return run_once(
+            self.processor, schedule, self.guarantee, topology=self.topology, backend=self.backend
         )
-        if verdict.status is not Status.VALID:
+
+    def coverage(self) -> Coverage:
+        if self.plan is None:
+            return Coverage(drawn=self.drawn_ran)
+        return coverage(self.plan, self.planned_ran, self.drawn_ran)
+
+    def systematic(self, limit: int) -> None:
+        """Run the systematic phase's first ``limit`` schedules (0: skip the phase)."""
+        if limit <= 0:
+            return
+        # the fault points are the same on every backend: probe and plan on the fast one
+        self.plan = plan(self.processor, self.topology, self.faults)
+        for planned in self.plan.schedules[:limit]:
+            self.ran += 1
+            self.planned_ran += 1
+            _, verdict = self.run(planned.schedule)
+            if verdict.status is not Status.VALID:
+                self.fail(planned.schedule, verdict, self.ran, time.perf_counter() - self.started)
+
+    def drawn(self, budget: int, max_steps: int) -> None:
+        """Let Hypothesis draw up to ``budget`` schedules (and shrink a failing one)."""
+        if budget <= 0:
+            return
+        import hypothesis
+        from hypothesis import HealthCheck, Phase, Verbosity
+
+        from harness.strategies.schedules import schedules
+
+        found: dict[str, Any] = {"first": None, "last": None}
+
+        @hypothesis.settings(
+            max_examples=budget,
+            deadline=None,
+            database=None,
+            derandomize=False,
+            print_blob=False,
+            verbosity=Verbosity.quiet,
+            phases=(Phase.generate, Phase.shrink),
+            suppress_health_check=list(HealthCheck),
+            report_multiple_bugs=False,
+        )
+        @hypothesis.seed(self.seed)
+        @hypothesis.given(schedules(self.topology, self.faults, max_steps=max_steps))
+        def run(schedule: Schedule) -> None:
+            self.ran += 1
             if found["first"] is None:
-                found["first"] = time.perf_counter() - started
-                found["first_example"] = found["examples"]
-            found["last"] = (schedule, history, verdict)
-            raise _Failed
+                self.drawn_ran += 1
+            _, verdict = self.run(schedule)
+            if verdict.status is not Status.VALID:
+                if found["first"] is None:
+                    found["first"] = (self.ran, time.perf_counter() - self.started)
+                found["last"] = (schedule, verdict)
+                raise _Failed
 
-    try:
-        run()
-    except _Failed:
-        pass
-    else:
-        return Exploration(name, guarantee, found["examples"], seed)
-    schedule, history, verdict = found["last"]
-    kinds = _failing_kinds(verdict)
+        try:
+            run()
+        except _Failed:
+            schedule, verdict = found["last"]
+            self.fail(schedule, verdict, *found["first"])
 
-    def still_fails(candidate: Schedule) -> bool:
-        _, again = run_once(processor, candidate, guarantee, topology=topology, backend=backend)
-        return again.status is verdict.status and _failing_kinds(again) == kinds
+    def fail(self, schedule: Schedule, verdict: Verdict, first: int, seconds: float) -> NoReturn:
+        """Shrink ``schedule`` further, save the replay file and raise the failure."""
+        kinds = _failing_kinds(verdict)
 
-    simpler = simplify(schedule, still_fails)
-    if simpler != schedule:
-        schedule = simpler
-        history, verdict = run_once(
-            processor, schedule, guarantee, topology=topology, backend=backend
+        def still_fails(candidate: Schedule) -> bool:
+            _, again = self.run(candidate)
+            return again.status is verdict.status and _failing_kinds(again) == kinds
+
+        schedule = simplify(schedule, still_fails)
+        history, verdict = self.run(schedule)
+        covered = self.coverage()
+        spec = Replay(
+            self.name,
+            self.guarantee,
+            self.topology,
+            self.backend,
+            schedule,
+            _source_file(self.processor),
+            self.seed,
         )
-    spec = Replay(name, guarantee, topology, backend, schedule, _source_file(processor), seed)
-    replay_file = None if failures_dir is None else spec.save(failures_dir)
-    if replay_file is not None:
-        command = f"python -m harness replay {replay_file}"
-    else:
-        inline = json.dumps(spec.to_json(), separators=(",", ":"))
-        command = f"python -m harness replay {shlex.quote(inline)}"
-    raise CounterexampleFound(
-        Failure(
-            processor=name,
-            guarantee=guarantee,
-            backend=backend,
-            verdict=verdict,
-            schedule=schedule,
-            history=history,
-            seed=seed,
-            examples=found["examples"],
-            first_failure_example=found["first_example"],
-            first_failure_seconds=found["first"],
-            replay_file=replay_file,
-            replay_command=command,
+        replay_file = None if self.failures_dir is None else spec.save(self.failures_dir)
+        if replay_file is not None:
+            command = f"python -m harness replay {replay_file}"
+        else:
+            inline = json.dumps(spec.to_json(), separators=(",", ":"))
+            command = f"python -m harness replay {shlex.quote(inline)}"
+        raise CounterexampleFound(
+            Failure(
+                processor=self.name,
+                guarantee=self.guarantee,
+                backend=self.backend,
+                verdict=verdict,
+                schedule=schedule,
+                history=history,
+                seed=self.seed,
+                examples=self.ran,
+                first_failure_example=first,
+                first_failure_seconds=seconds,
+                replay_file=replay_file,
+                replay_command=command,
+                coverage=covered,
+            )
         )
-    )
 
 
 def _guarantee(guarantee: object) -> Guarantee:
