@@ -19,9 +19,9 @@ import shlex
 import sys
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from harness._json import parse_json
 from harness._progress import Stage, Tick, notify
@@ -33,13 +33,15 @@ from harness.faults.simplify import simplify
 from harness.history.events import History
 from harness.report.subject import ProcessorError
 from harness.rerun import rerun
-from harness.sim.budget import RunBudget, run_budget
+from harness.search.coverage import Coverage
+from harness.search.systematic import Plan, coverage, plan
+from harness.sim.budget import DEFAULT_RUN_BUDGET, RunBudget, run_budget
 from harness.sim.simulator import Processor, processor_path, simulate
 from harness.sim.topology import Topology
 from harness.sim.world import BACKENDS, Backend
 
 if TYPE_CHECKING:
-    from harness.strategies.schedules import Fault
+    from harness.faults.kinds import Fault
 
 __all__ = [
     "REPLAY_VERSION",
@@ -279,6 +281,8 @@ class Failure:
     first_failure_seconds: float
     replay_file: Path | None
     replay_command: str
+    coverage: Coverage = field(default_factory=Coverage)
+    """What the search had exercised when it failed."""
     processor_errors: tuple[ProcessorError, ...] = ()
     """Exceptions the processor raised in this run, with its own frames of their tracebacks."""
 
@@ -292,7 +296,7 @@ class Failure:
             self.verdict.summary(),
             f"shrunk schedule ({len(self.schedule)} steps; first failure at schedule "
             f"{self.first_failure_example} after {self.first_failure_seconds:.2f} s, "
-            f"{self.examples} schedules run in all):",
+            f"{self.examples} schedules run in all; coverage: {self.coverage.summary()}):",
             self.schedule.describe(),
             f"schedule JSON: {self.schedule.dumps()}",
             f"seed: {self.seed}  (explore(..., seed={self.seed}) repeats this search)",
@@ -312,12 +316,21 @@ class CounterexampleFound(HarnessError, AssertionError):
 
 @dataclass(frozen=True, slots=True)
 class Exploration:
-    """A passing exploration: how many schedules were run, from which seed."""
+    """A passing exploration: how many schedules were run, from which seed, and the fault
+    coverage they achieved."""
 
     processor: str
     guarantee: Guarantee
     examples: int
     seed: int
+    coverage: Coverage = field(default_factory=Coverage)
+
+    def summary(self) -> str:
+        """``at-least-once held for m:p: 53/53 fault points, ..., 300 schedules (...)``."""
+        return (
+            f"{self.guarantee.value} held for {self.processor}: {self.coverage.summary()}, "
+            f"seed {self.seed}"
+        )
 
 
 class _Failed(Exception):
@@ -341,136 +354,222 @@ def explore(
     guarantee: Guarantee | str,
     topology: Topology | None = None,
     backend: Backend = "memory",
-    max_examples: int = 200,
-    max_steps: int = 30,
+    max_examples: int | None = None,
+    max_steps: int | None = None,
     faults: Iterable[Fault | str] | None = None,
     seed: int | None = None,
     failures_dir: str | os.PathLike[str] | None = DEFAULT_FAILURES_DIR,
+    systematic: bool = True,
     budget: RunBudget | None = None,
 ) -> Exploration:
-    """Run ``processor`` under up to ``max_examples`` drawn schedules; raise on a failure.
+    """Run ``processor`` under up to ``max_examples`` schedules; raise on a failure.
 
-    The search is deterministic: ``seed`` (default: ``$HARNESS_SEED``, else derived from
-    the processor's name) fixes the schedules drawn. On a failure (INVALID, or UNKNOWN,
-    which fails closed) Hypothesis shrinks the schedule, the replay file is written to
-    ``failures_dir`` (None: not written) and :class:`CounterexampleFound` is raised.
-    ``budget`` bounds every run (:class:`~harness.sim.budget.RunBudget`, default 1,000,000
-    calls and 60 s); a run over it ends UNKNOWN, and when it ran out of time the runs that
-    shrink it get at most ``SHRINK_SECONDS`` (1 s) each.
+    First the systematic phase (``systematic=False`` turns it off): every single fault at
+    every fault point of small workloads, then bounded pairs, deterministic and seedless
+    (:mod:`harness.search.systematic`); it takes at most three quarters of the budget. Then
+    Hypothesis draws the rest, from ``seed`` (default: ``$HARNESS_SEED``, else derived from
+    the processor's name). ``max_examples`` and ``max_steps`` default to the default
+    profile's (``$HARNESS_PROFILE``, else ``ci``). On a failure (INVALID, or UNKNOWN, which
+    fails closed) the schedule is shrunk, the replay file is written to ``failures_dir``
+    (None: not written) and :class:`CounterexampleFound` is raised. Either way the result
+    carries the fault coverage the search achieved. ``budget`` bounds every run
+    (:class:`~harness.sim.budget.RunBudget`, default 1,000,000 calls and 60 s); a run over it
+    ends UNKNOWN, and when it ran out of time the runs that shrink it get at most
+    ``SHRINK_SECONDS`` (1 s) each.
     """
-    import hypothesis
-    from hypothesis import HealthCheck, Phase, Verbosity
+    from harness.faults.kinds import fault_set
+    from harness.search.profiles import profile
 
-    from harness.strategies.schedules import schedules
-
+    defaults = profile(None)
     guarantee = _guarantee(guarantee)
     limit = run_budget(budget)
     topology = topology or Topology()
+    max_examples = defaults.max_examples if max_examples is None else max_examples
+    max_steps = defaults.max_steps if max_steps is None else max_steps
     if backend not in BACKENDS:
         raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if type(max_examples) is not int or max_examples < 1:
         raise ConfigError(f"max_examples must be an int >= 1, got {max_examples!r}")
+    if type(systematic) is not bool:
+        raise ConfigError(f"systematic must be True or False, got {systematic!r}")
     name = processor_path(processor)
     seed = default_seed(name) if seed is None else seed
     if type(seed) is not int:
         raise ConfigError(f"seed must be an int, got {seed!r}")
-    strategy = schedules(topology, faults, max_steps=max_steps)
-    found: dict[str, Any] = {"examples": 0, "failures": 0, "first": None, "last": None}
-    started = time.perf_counter()
-
-    @hypothesis.settings(
-        max_examples=max_examples,
-        deadline=None,
-        database=None,
-        derandomize=False,
-        print_blob=False,
-        verbosity=Verbosity.quiet,
-        phases=(Phase.generate, Phase.shrink),
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
+    search = _Search(
+        processor, name, guarantee, topology, backend, fault_set(faults), seed, failures_dir
     )
-    @hypothesis.seed(seed)
-    @hypothesis.given(strategy)
-    def run(schedule: Schedule) -> None:
-        found["examples"] += 1
-        history, verdict = run_once(
-            processor,
+    search.limit, search.total = limit, max_examples
+    search.systematic(max_examples * 3 // 4 if systematic else 0)
+    search.drawn(max_examples - search.ran, max_steps)
+    return Exploration(name, guarantee, search.ran, seed, search.coverage())
+
+
+class _Search:
+    """One exploration's state: the phases run in turn, and the failure path they share."""
+
+    def __init__(
+        self,
+        processor: Processor,
+        name: str,
+        guarantee: Guarantee,
+        topology: Topology,
+        backend: Backend,
+        faults: frozenset[Fault],
+        seed: int,
+        failures_dir: str | os.PathLike[str] | None,
+    ) -> None:
+        self.processor, self.name, self.guarantee = processor, name, guarantee
+        self.topology, self.backend, self.faults = topology, backend, faults
+        self.seed, self.failures_dir = seed, failures_dir
+        self.plan: Plan | None = None
+        self.ran = 0
+        self.planned_ran = 0
+        self.drawn_ran = 0
+        self.failures = 0
+        self.total = 0
+        """The schedules the whole search may run (for progress)."""
+        self.limit = DEFAULT_RUN_BUDGET
+        """What each run may spend (shorter for shrinking a run that ran out of time)."""
+        self.started = time.perf_counter()
+
+    def run(self, schedule: Schedule) -> tuple[History, Verdict]:
+        return run_once(
+            self.processor,
             schedule,
-            guarantee,
-            topology=topology,
-            backend=backend,
-            budget=found.get("budget", limit),  # (shrinking runs: see for_shrinking)
+            self.guarantee,
+            topology=self.topology,
+            backend=self.backend,
+            budget=self.limit,
         )
+
+    def searched(self, history: History, verdict: Verdict, shrinking: bool) -> bool:
+        """Count one search run, report progress; True if it failed (the first failure sets
+        the budget of the shrinking runs that follow)."""
         failed = verdict.status is not Status.VALID
-        found["failures"] += failed
-        stage = Stage.SEARCH if found["first"] is None and not failed else Stage.SHRINK
-        notify(Tick(stage, found["examples"], found["failures"], max_examples))
-        if failed:
+        if failed and not shrinking and self.failures == 0:
+            self.limit = self.limit.for_shrinking(history.events[-1].detail)
+        self.failures += failed
+        stage = Stage.SHRINK if shrinking or failed else Stage.SEARCH
+        notify(Tick(stage, self.ran, self.failures, self.total))
+        return failed
+
+    def coverage(self) -> Coverage:
+        if self.plan is None:
+            return Coverage(drawn=self.drawn_ran)
+        return coverage(self.plan, self.planned_ran, self.drawn_ran)
+
+    def systematic(self, limit: int) -> None:
+        """Run the systematic phase's first ``limit`` schedules (0: skip the phase)."""
+        if limit <= 0:
+            return
+        # the fault points are the same on every backend: probe and plan on the fast one
+        self.plan = plan(self.processor, self.topology, self.faults)
+        for planned in self.plan.schedules[:limit]:
+            self.ran += 1
+            self.planned_ran += 1
+            history, verdict = self.run(planned.schedule)
+            if self.searched(history, verdict, shrinking=False):
+                self.fail(planned.schedule, verdict, self.ran, time.perf_counter() - self.started)
+
+    def drawn(self, budget: int, max_steps: int) -> None:
+        """Let Hypothesis draw up to ``budget`` schedules (and shrink a failing one)."""
+        if budget <= 0:
+            return
+        import hypothesis
+        from hypothesis import HealthCheck, Phase, Verbosity
+
+        from harness.strategies.schedules import schedules
+
+        found: dict[str, Any] = {"first": None, "last": None}
+
+        @hypothesis.settings(
+            max_examples=budget,
+            deadline=None,
+            database=None,
+            derandomize=False,
+            print_blob=False,
+            verbosity=Verbosity.quiet,
+            phases=(Phase.generate, Phase.shrink),
+            suppress_health_check=list(HealthCheck),
+            report_multiple_bugs=False,
+        )
+        @hypothesis.seed(self.seed)
+        @hypothesis.given(schedules(self.topology, self.faults, max_steps=max_steps))
+        def run(schedule: Schedule) -> None:
+            self.ran += 1
             if found["first"] is None:
-                found["first"] = time.perf_counter() - started
-                found["first_example"] = found["examples"]
-                found["budget"] = limit.for_shrinking(history.events[-1].detail)
-            found["last"] = (schedule, history, verdict)
-            raise _Failed
+                self.drawn_ran += 1
+            history, verdict = self.run(schedule)
+            if self.searched(history, verdict, shrinking=found["first"] is not None):
+                if found["first"] is None:
+                    found["first"] = (self.ran, time.perf_counter() - self.started)
+                found["last"] = (schedule, verdict)
+                raise _Failed
 
-    try:
-        run()
-    except (_Failed, hypothesis.errors.Flaky):
-        if found["last"] is None:  # a Flaky before any recorded failure is not ours
-            raise
-    else:
-        return Exploration(name, guarantee, found["examples"], seed)
-    schedule, history, verdict = found["last"]
-    kinds = _failing_kinds(verdict)
-    limit = found["budget"]
+        try:
+            run()
+        except (_Failed, hypothesis.errors.Flaky):
+            if found["last"] is None:  # a Flaky before any recorded failure is not ours
+                raise
+            schedule, verdict = found["last"]
+            self.fail(schedule, verdict, *found["first"])
 
-    def still_fails(candidate: Schedule) -> bool:
-        _, again = run_once(
-            processor, candidate, guarantee, topology=topology, backend=backend, budget=limit
-        )
-        return again.status is verdict.status and _failing_kinds(again) == kinds
+    def fail(self, schedule: Schedule, verdict: Verdict, first: int, seconds: float) -> NoReturn:
+        """Shrink ``schedule`` further, save the replay file and raise the failure."""
+        kinds = _failing_kinds(verdict)
 
-    simpler = simplify(schedule, still_fails)
-    if simpler != schedule:
-        schedule = simpler
-        history, verdict = run_once(
-            processor, schedule, guarantee, topology=topology, backend=backend, budget=limit
+        def still_fails(candidate: Schedule) -> bool:
+            _, again = self.run(candidate)
+            return again.status is verdict.status and _failing_kinds(again) == kinds
+
+        schedule = simplify(schedule, still_fails)
+        history, verdict = self.run(schedule)
+        seen = rerun(
+            self.processor,
+            schedule,
+            history,
+            verdict,
+            topology=self.topology,
+            backend=self.backend,
+            budget=self.limit,
+            failed=True,
         )
-    seen = rerun(
-        processor,
-        schedule,
-        history,
-        verdict,
-        topology=topology,
-        backend=backend,
-        budget=limit,
-        failed=True,
-    )
-    history, verdict = seen.history, seen.verdict  # a flaky processor's failure says so
-    spec = Replay(name, guarantee, topology, backend, schedule, _source_file(processor), seed)
-    replay_file = None if failures_dir is None else spec.save(failures_dir)
-    if replay_file is not None:
-        command = f"python -m harness replay {replay_file}"
-    else:
-        inline = json.dumps(spec.to_json(), separators=(",", ":"))
-        command = f"python -m harness replay {shlex.quote(inline)}"
-    raise CounterexampleFound(
-        Failure(
-            processor=name,
-            guarantee=guarantee,
-            backend=backend,
-            verdict=verdict,
-            schedule=schedule,
-            history=history,
-            seed=seed,
-            examples=found["examples"],
-            first_failure_example=found["first_example"],
-            first_failure_seconds=found["first"],
-            replay_file=replay_file,
-            replay_command=command,
-            processor_errors=seen.processor_errors,
+        history, verdict = seen.history, seen.verdict  # a flaky processor's failure says so
+        covered = self.coverage()
+        spec = Replay(
+            self.name,
+            self.guarantee,
+            self.topology,
+            self.backend,
+            schedule,
+            _source_file(self.processor),
+            self.seed,
         )
-    )
+        replay_file = None if self.failures_dir is None else spec.save(self.failures_dir)
+        if replay_file is not None:
+            command = f"python -m harness replay {replay_file}"
+        else:
+            inline = json.dumps(spec.to_json(), separators=(",", ":"))
+            command = f"python -m harness replay {shlex.quote(inline)}"
+        raise CounterexampleFound(
+            Failure(
+                processor=self.name,
+                guarantee=self.guarantee,
+                backend=self.backend,
+                verdict=verdict,
+                schedule=schedule,
+                history=history,
+                seed=self.seed,
+                examples=self.ran,
+                first_failure_example=first,
+                first_failure_seconds=seconds,
+                replay_file=replay_file,
+                replay_command=command,
+                coverage=covered,
+                processor_errors=seen.processor_errors,
+            )
+        )
 
 
 def _guarantee(guarantee: object) -> Guarantee:

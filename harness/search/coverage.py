@@ -1,0 +1,74 @@
+"""What a search exercised: the fault coverage every result carries.
+
+"held: 1000 schedules" says little; "held: 53/53 fault points, 263/263 single faults,
+203/203 pairs, 1000 schedules (466 systematic, 534 drawn)" says what was tried. A
+:class:`Coverage` is plain data: the systematic phase's fault points, its single faults per
+kind (injected / planned) and pairs, and how many schedules each phase ran. It renders as that
+one line (:meth:`Coverage.summary`) and as JSON (:meth:`Coverage.to_json`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from harness.faults.kinds import Fault
+
+__all__ = ["Coverage"]
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """Fault coverage of one exploration (all zero: the systematic phase did not run)."""
+
+    points: int = 0
+    """Fault points the fault-free probes reached."""
+    points_hit: int = 0
+    """Of those, the points at least one injected single fault was placed at."""
+    singles: Mapping[Fault, tuple[int, int]] = field(default_factory=lambda: MappingProxyType({}))
+    """Per fault kind: (single faults injected, single faults planned)."""
+    pairs: tuple[int, int] = (0, 0)
+    """(Pairs of faults run, pairs planned)."""
+    systematic: int = 0
+    """Schedules the systematic phase ran."""
+    drawn: int = 0
+    """Schedules Hypothesis drew (before any shrinking)."""
+
+    @property
+    def schedules(self) -> int:
+        return self.systematic + self.drawn
+
+    @property
+    def single_faults(self) -> tuple[int, int]:
+        """(Single faults injected, planned), over every kind."""
+        return (
+            sum(run for run, _ in self.singles.values()),
+            sum(planned for _, planned in self.singles.values()),
+        )
+
+    def summary(self) -> str:
+        """One line: points, single faults, pairs, schedules by phase."""
+        if not self.points:
+            return f"{self.drawn} schedules drawn (systematic phase off)"
+        run, planned = self.single_faults
+        return (
+            f"{self.points_hit}/{self.points} fault points, {run}/{planned} single faults, "
+            f"{self.pairs[0]}/{self.pairs[1]} pairs, {self.schedules} schedules "
+            f"({self.systematic} systematic, {self.drawn} drawn)"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "points": self.points,
+            "points_hit": self.points_hit,
+            "singles": {
+                fault.value: {"injected": run, "planned": planned}
+                for fault, (run, planned) in sorted(self.singles.items())
+            },
+            "pairs": {"run": self.pairs[0], "planned": self.pairs[1]},
+            "systematic": self.systematic,
+            "drawn": self.drawn,
+            "summary": self.summary(),
+        }

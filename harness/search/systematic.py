@@ -1,0 +1,472 @@
+"""The systematic phase: every single fault at every fault point of small workloads, then a
+bounded set of pairs; deterministic, no seed.
+
+The small-scope idea behind bounded crash testing (CrashMonkey/B3, ALICE): most bugs show on
+a few records with one or two faults placed exactly. :func:`probe` runs the processor without
+faults on each small workload (a few records on one partition, a burst arriving while it runs,
+two partitions when the topology has them, and enough records to fill a log segment for
+retention) and records every fault point it reaches: each call into the world (read, emit,
+flush, offset put/commit, table put, transaction step, claim, asynchronous completion), with
+which ones made a nondeterministic choice, consulted a write acknowledgement or could see a
+redelivery. :func:`plan` turns the probes into schedules:
+
+* **singles**: one fault of each applicable kind before each point (a crash, a machine
+  crash, a duplicate delivery, a lost acknowledgement, a reorder, a timer tick, a takeover
+  followed by the new owner or by the zombie, a retention truncation, a producer crash);
+* **pairs**: a crash during recovery from a crash, a reorder or a tick followed by a crash,
+  a truncation followed by a crash, a takeover whose zombie resumes after the new owner
+  made some calls.
+
+Equivalent schedules are planned once: a fault that only takes effect at the next call of
+some kind (a duplicate at the next read, a lost acknowledgement at the next sink write, a
+reorder at the next choice) is placed once per such call, and a fault that cannot apply (a
+tick with no timer, a reorder with no choice) is not planned. Singles come first, crashes
+first among them; pairs follow in a round-robin of their families, so a budget that stops
+part-way still covers every family.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import zip_longest
+from types import FrameType, MappingProxyType
+from typing import Final
+
+import greenlet
+
+from harness.faults.kinds import Fault, fault_set
+from harness.faults.schedule import (
+    Crash,
+    Duplicate,
+    LoseAck,
+    Produce,
+    Reorder,
+    Run,
+    RunZombie,
+    Schedule,
+    Step,
+    Takeover,
+    Tick,
+    Truncate,
+)
+from harness.search.coverage import Coverage
+from harness.sim.simulator import Instance, Processor, Simulator
+from harness.sim.topology import Topology
+from harness.sim.world import Backend
+
+__all__ = [
+    "FaultPoint",
+    "Plan",
+    "Planned",
+    "Probe",
+    "coverage",
+    "plan",
+    "probe",
+    "workloads",
+]
+
+PROBE_CALLS: Final = 150
+"""Calls a burst of a fault-free probe may make; a processor that never waits for input
+has its fault points counted up to here."""
+REST: Final = 1_000
+"""Calls granted after an injected fault, before the drain (armed faults do not reach it)."""
+PAIR_WINDOW: Final = 6
+"""How many points after the first fault a pair's second fault is placed at."""
+_MODULES: Final = frozenset({"harness.sim.context", "harness.sim.transaction"})
+_LABELS: Final = {
+    "Source.__next__": "read",
+    "Source.poll": "poll",
+    "Offsets.get": "offset-get",
+    "Offsets.put": "offset-put",
+    "Offsets.commit": "offset-commit",
+    "Offsets.get_state": "state-get",
+    "Table.get": "table-get",
+    "Table.put": "table-put",
+    "OutputLog.emit": "emit",
+    "OutputLog.commit": "flush",
+    "OutputLog.last": "output-last",
+    "Context.claim": "claim",
+    "Context._map_async": "async",
+}
+_READS: Final = frozenset({"read", "poll"})
+
+
+@dataclass(frozen=True, slots=True)
+class FaultPoint:
+    """A place to inject a fault: before call ``call`` (0-based) of workload ``workload``,
+    a call of kind ``label`` (``read``, ``emit``, ``flush``, ``offset-put``...)."""
+
+    workload: int
+    call: int
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What a fault-free run of one workload reached."""
+
+    bursts: tuple[tuple[Produce, ...], ...]
+    """The workload: bursts of input, each produced once the previous one is processed."""
+    calls: tuple[int, ...]
+    """Calls made while processing each burst."""
+    labels: tuple[str, ...]
+    """The kind of each call, in order (all bursts)."""
+    choices: frozenset[int]
+    """Calls that made a nondeterministic choice among several options."""
+    acks: frozenset[int]
+    """Calls that wrote to a sink and waited for its acknowledgement."""
+    timers: bool
+    """Whether the processor registered periodic work."""
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """One systematic schedule and the fault(s) it injects at which point."""
+
+    schedule: Schedule
+    faults: tuple[Fault, ...]
+    point: FaultPoint
+    context: tuple[str, ...] = ()
+    """The calls around the fault(s), by kind: schedules with a context seen before come
+    after every schedule with a new one."""
+
+    @property
+    def pair(self) -> bool:
+        return len(self.faults) > 1
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The systematic phase's schedules, singles first, and the points they cover."""
+
+    points: tuple[FaultPoint, ...]
+    schedules: tuple[Planned, ...]
+
+
+class _Probing(Simulator):
+    """A simulator that records, for the active instance's calls, what each call was."""
+
+    def __init__(self, processor: Processor, topology: Topology, backend: Backend) -> None:
+        super().__init__(processor, topology, backend=backend)
+        self.labels: list[str] = []
+        self.choices: set[int] = set()
+        self.acks: set[int] = set()
+        self.timers = False
+
+    def enter(self, inst: Instance, point: str) -> None:
+        super().enter(inst, point)
+        if inst is self.active and greenlet.getcurrent() is inst.greenlet:
+            self.labels.append(_label(sys._getframe(1)))
+            self.timers = self.timers or bool(inst.timers)
+
+    def choose(self, inst: Instance, options: int) -> int:
+        if options > 1 and self.labels:
+            self.choices.add(len(self.labels) - 1)
+        return super().choose(inst, options)
+
+    def take_lost_ack(self, inst: Instance) -> bool:
+        if self.labels:
+            self.acks.add(len(self.labels) - 1)
+        return super().take_lost_ack(inst)
+
+
+def _label(frame: FrameType | None) -> str:
+    """The harness API method the processor called: the outermost simulator frame."""
+    outer = None
+    while frame is not None and frame.f_globals.get("__name__") in _MODULES:
+        outer = frame
+        frame = frame.f_back
+    if outer is None:
+        return "call"
+    owner = outer.f_locals.get("self")
+    name = f"{type(owner).__name__}.{outer.f_code.co_name}"
+    return _LABELS.get(name, name.lower().replace("_", ""))
+
+
+def workloads(topology: Topology) -> tuple[tuple[tuple[Produce, ...], ...], ...]:
+    """The small workloads the systematic phase probes: three records on one partition;
+    one record, then two more once it is processed; two records on each of two partitions
+    (when the topology has them); and one more record than a log segment holds, so that
+    retention has a whole segment to truncate."""
+    found: list[tuple[tuple[Produce, ...], ...]] = [
+        ((Produce(0, 3),),),
+        ((Produce(0, 1),), (Produce(0, 2),)),
+    ]
+    if topology.partitions > 1:
+        found.append(((Produce(0, 2), Produce(1, 2)),))
+    found.append(((Produce(0, topology.segment_records + 1),),))
+    return tuple(found)
+
+
+def probe(
+    processor: Processor,
+    topology: Topology,
+    bursts: tuple[tuple[Produce, ...], ...],
+    *,
+    backend: Backend = "memory",
+) -> Probe:
+    """Run ``processor`` on ``bursts`` without faults and record the points it reaches."""
+    calls: list[int] = []
+    steps: list[Step] = []
+    for burst in bursts:
+        steps += [*burst, Run(PROBE_CALLS)]
+        sim = _Probing(processor, topology, backend)
+        try:
+            sim.run(Schedule(tuple(steps), drain=False))
+        finally:
+            sim.close()
+        calls.append(len(sim.labels) - sum(calls))
+    return Probe(
+        bursts=bursts,
+        calls=tuple(calls),
+        labels=tuple(sim.labels),
+        choices=frozenset(sim.choices),
+        acks=frozenset(sim.acks),
+        timers=sim.timers,
+    )
+
+
+def plan(
+    processor: Processor,
+    topology: Topology,
+    faults: Iterable[Fault | str] | None = None,
+    *,
+    backend: Backend = "memory",
+) -> Plan:
+    """Probe every workload, then plan every single fault at every point and the pairs."""
+    enabled = fault_set(faults)
+    probes = [probe(processor, topology, w, backend=backend) for w in workloads(topology)]
+    points: list[FaultPoint] = []
+    singles: list[Planned] = []
+    families: list[list[Planned]] = []
+    for number, found in enumerate(probes):
+        here = [
+            FaultPoint(number, call, found.labels[call] if call < len(found.labels) else "idle")
+            for call in range(len(found.labels) + 1)
+        ]
+        points += here
+        singles += _singles(found, here, enabled, topology)
+        families += _pairs(found, here, enabled, topology, first=number == 0)
+    ordered = sorted(singles, key=lambda p: _ORDER.index(p.faults[0]))
+    pairs = [p for row in zip_longest(*families) for p in row if p is not None]
+    return Plan(tuple(points), tuple(_novel_first(_unique([*ordered, *pairs]))))
+
+
+def _novel_first(planned: Iterable[Planned]) -> list[Planned]:
+    """Singles and pairs alternately, each in order of novelty: a schedule whose faults met
+    the same context (the calls around them) before comes after every schedule with a new one.
+    Measured on the catalogue (``bench/bench_detection.py``), this finds the bugs that need a
+    pair without delaying the ones a single fault shows."""
+    planned = list(planned)
+    singles = _by_novelty(p for p in planned if not p.pair)
+    pairs = _by_novelty(p for p in planned if p.pair)
+    return [p for row in zip_longest(singles, pairs) for p in row if p is not None]
+
+
+def _by_novelty(planned: Iterable[Planned]) -> list[Planned]:
+    seen: dict[tuple[object, ...], int] = {}
+    ranked = []
+    for index, p in enumerate(planned):
+        key = (p.faults, p.context)
+        rank = seen.get(key, 0)
+        seen[key] = rank + 1
+        ranked.append((rank, index, p))
+    return [p for *_, p in sorted(ranked, key=lambda r: r[:2])]
+
+
+_ORDER: Final = (
+    Fault.CRASH,
+    Fault.DUPLICATE,
+    Fault.LOSE_ACK,
+    Fault.REORDER,
+    Fault.TICK,
+    Fault.ZOMBIE,
+    Fault.MACHINE_CRASH,
+    Fault.TRUNCATE,
+    Fault.PRODUCER_CRASH,
+    Fault.RESTART,
+)
+
+
+def _unique(planned: Iterable[Planned]) -> Iterator[Planned]:
+    seen: set[Schedule] = set()
+    for p in planned:
+        if p.schedule not in seen:
+            seen.add(p.schedule)
+            yield p
+
+
+def _schedule(found: Probe, call: int, inject: Sequence[Step]) -> Schedule:
+    """The workload run up to ``call``, then ``inject``, then the rest of the workload."""
+    steps: list[Step] = []
+    done = 0
+    for i, (burst, calls) in enumerate(zip(found.bursts, found.calls, strict=True)):
+        last = i == len(found.bursts) - 1
+        if call < done + calls or last:
+            steps += burst
+            if call > done:
+                steps.append(Run(call - done))
+            steps += [*inject, Run(REST)]
+            for later in found.bursts[i + 1 :]:
+                steps += [*later, Run(REST)]
+            return Schedule(tuple(steps))
+        steps += [*burst, Run(calls)]
+        done += calls
+    raise AssertionError("a workload has at least one burst")  # pragma: no cover
+
+
+def _next(calls: frozenset[int], start: int) -> int | None:
+    after = [c for c in calls if c >= start]
+    return min(after) if after else None
+
+
+def _truncates(found: Probe, topology: Topology) -> list[Step]:
+    """Truncations that can remove a whole segment of some partition of the workload."""
+    sizes: dict[int, int] = {}
+    for burst in found.bursts:
+        for produce in burst:
+            sizes[produce.partition] = sizes.get(produce.partition, 0) + produce.count
+    return [
+        Truncate(partition, 10 * size)
+        for partition, size in sorted(sizes.items())
+        if size > topology.segment_records
+    ]
+
+
+def _single_steps(
+    found: Probe, point: FaultPoint, enabled: frozenset[Fault], topology: Topology
+) -> Iterator[tuple[Fault, Sequence[Step], int]]:
+    """(fault, the steps injecting it, the call it takes effect at) for each applicable fault."""
+    call = point.call
+    reads = frozenset(i for i, label in enumerate(found.labels) if label in _READS)
+    yield Fault.CRASH, (Crash(),), call
+    if not topology.offset_sync:
+        yield Fault.MACHINE_CRASH, (Crash(machine=True),), call
+    effect = _next(reads, call)
+    if effect is not None:
+        yield Fault.DUPLICATE, (Duplicate(),), effect
+    effect = _next(found.acks, call)
+    if effect is not None:
+        yield Fault.LOSE_ACK, (LoseAck(),), effect
+    effect = _next(found.choices, call)
+    if effect is not None:
+        for pick in (1, 2):
+            yield Fault.REORDER, (Reorder(pick),), effect * 10 + pick
+    if found.timers:
+        yield Fault.TICK, (Tick(),), call
+    yield Fault.ZOMBIE, (Takeover(),), call
+    yield Fault.ZOMBIE, (Takeover(), RunZombie(REST)), -call - 1
+    for truncate in _truncates(found, topology):
+        yield Fault.TRUNCATE, (truncate,), call
+    if call == 0:
+        yield Fault.PRODUCER_CRASH, (Produce(0, 1, ack=False),), call
+
+
+def _singles(
+    found: Probe, here: Sequence[FaultPoint], enabled: frozenset[Fault], topology: Topology
+) -> list[Planned]:
+    planned = []
+    effects: set[tuple[Fault, int, Sequence[Step]]] = set()
+    for point in here:
+        for fault, inject, effect in _single_steps(found, point, enabled, topology):
+            if fault not in enabled or (fault, effect, tuple(inject)) in effects:
+                continue  # equivalent to one planned already: it takes effect at the same call
+            effects.add((fault, effect, tuple(inject)))
+            context = (*_around(found, point.call), type(inject[-1]).__name__)
+            planned.append(Planned(_schedule(found, point.call, inject), (fault,), point, context))
+    return planned
+
+
+_Pair = tuple[tuple[Fault, ...], tuple[Step, ...], FaultPoint]
+
+
+def _pairs(
+    found: Probe,
+    here: Sequence[FaultPoint],
+    enabled: frozenset[Fault],
+    topology: Topology,
+    *,
+    first: bool,
+) -> list[list[Planned]]:
+    """The pair families: each a list of schedules with two faults. Pairs are bounded to
+    the first workload (three records), except a truncation and a crash, which need the
+    workload that fills a segment."""
+    window = range(1, PAIR_WINDOW + 1)
+    crash: list[_Pair] = []
+    tick: list[_Pair] = []
+    reorder: list[_Pair] = []
+    truncate: list[_Pair] = []
+    zombie: list[_Pair] = []
+    for point in here:
+        at = point.call
+        if Fault.CRASH not in enabled:
+            break
+        if Fault.TRUNCATE in enabled:
+            truncate += [
+                ((Fault.TRUNCATE, Fault.CRASH), (step, Crash()), point)
+                for step in _truncates(found, topology)
+            ]
+        if not first:
+            continue
+        crash += [((Fault.CRASH, Fault.CRASH), (Crash(), Run(j), Crash()), point) for j in window]
+        if found.timers and Fault.TICK in enabled:
+            tick.append(((Fault.TICK, Fault.CRASH), (Tick(), Crash()), point))
+            tick += [((Fault.TICK, Fault.CRASH), (Tick(), Run(j), Crash()), point) for j in window]
+        choice = _next(found.choices, at)
+        if choice is not None and Fault.REORDER in enabled and choice == at:
+            reorder += [
+                ((Fault.REORDER, Fault.CRASH), (Reorder(pick), Run(j), Crash()), point)
+                for j in window
+                for pick in (1, 2)
+            ]
+    if Fault.ZOMBIE in enabled and first:
+        zombie = [
+            ((Fault.ZOMBIE, Fault.ZOMBIE), (Takeover(), Run(j), RunZombie(REST)), point)
+            for point in here
+            for j in window
+        ]
+    return [
+        [
+            Planned(
+                _schedule(found, point.call, steps),
+                faults,
+                point,
+                (*_around(found, point.call), *_around(found, point.call + _calls(steps))),
+            )
+            for faults, steps, point in family
+        ]
+        for family in (crash, reorder, tick, truncate, zombie)
+        if family
+    ]
+
+
+def _calls(steps: Sequence[Step]) -> int:
+    return sum(step.calls for step in steps if isinstance(step, Run))
+
+
+def _around(found: Probe, call: int) -> tuple[str, str]:
+    """The kinds of the call before and the call at ``call`` ("start"/"idle" at the ends)."""
+    labels = ("start", *found.labels, "idle")
+    last = len(labels) - 1
+    return labels[min(call, last)], labels[min(call + 1, last)]
+
+
+def coverage(found: Plan, ran: int, drawn: int = 0) -> Coverage:
+    """The coverage of running the first ``ran`` schedules of ``found``, then ``drawn``."""
+    done = found.schedules[:ran]
+    singles: dict[Fault, tuple[int, int]] = {}
+    for index, planned in enumerate(found.schedules):
+        if not planned.pair:
+            run, total = singles.get(planned.faults[0], (0, 0))
+            singles[planned.faults[0]] = (run + (index < ran), total + 1)
+    pairs = sum(1 for p in found.schedules if p.pair)
+    return Coverage(
+        points=len(found.points),
+        points_hit=len({p.point for p in done if not p.pair}),
+        singles=MappingProxyType(singles),
+        pairs=(sum(1 for p in done if p.pair), pairs),
+        systematic=len(done),
+        drawn=drawn,
+    )
