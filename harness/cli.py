@@ -328,12 +328,10 @@ def _run_processor(args: argparse.Namespace, max_examples: int, max_steps: int) 
         else:
             print(str(exc))
         return _exit_code(exc.failure.verdict)
-    message = (
-        f"{result.guarantee.value} held for {result.processor}: {result.examples} schedules, "
-        f"seed {result.seed}"
-    )
+    message = result.summary()
     if args.json:
-        print(json.dumps({"status": "valid", "summary": message}))
+        coverage = result.coverage.to_json()
+        print(json.dumps({"status": "valid", "summary": message, "coverage": coverage}))
     else:
         print(message)
     return EXIT_OK
@@ -349,6 +347,7 @@ def _failure_json(exc: Any) -> dict[str, Any]:
         "schedule": failure.schedule.to_json(),
         "seed": failure.seed,
         "replay": failure.replay_command,
+        "coverage": failure.coverage.to_json(),
     }
 
 

@@ -192,6 +192,8 @@ def test_run_command_prints_the_matrix_and_exit_codes(tmp_path: Path) -> None:
         "shrunk",
         "steps",
         "ok",
+        "bug",
+        "needs",
     ]
     assert any(
         line.split()[:3] == ["alpakka-batches", "commit-formed-batch", "memory"] for line in lines
