@@ -138,6 +138,8 @@ HYPOTHESIS_PROFILES: Final = {f"harness-{name}": name for name in PROFILES}
 _WORKER_ENV: Final = "PYTEST_XDIST_WORKER"
 _PYTEST_REPLAY_PROPERTY: Final = "harness_pytest_replay"
 _COLLECTOR_NAME: Final = "harness-counterexamples"
+_COVERAGE_PROPERTY: Final = "harness_coverage"
+"""The user property carrying an exploration's fault coverage line (terminal summary)."""
 _SOURCE_DEFAULT: Final = "default"
 
 
@@ -455,14 +457,21 @@ class _Counterexamples:
 
     def __init__(self) -> None:
         self.commands: list[str] = []
+        self.coverage: list[str] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call" and report.failed:
+        if report.when == "call":
             for name, value in report.user_properties:
-                if name == _PYTEST_REPLAY_PROPERTY:
+                if name == _PYTEST_REPLAY_PROPERTY and report.failed:
                     self.commands.append(str(value))
+                elif name == _COVERAGE_PROPERTY:
+                    self.coverage.append(f"{report.nodeid}: {value}")
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.coverage:
+            terminalreporter.section("harness: fault coverage", sep="-")
+            for line in self.coverage:
+                terminalreporter.line(line)
         if self.commands:
             terminalreporter.section("harness: replay the counterexamples", sep="-")
             for command in self.commands:
@@ -627,7 +636,7 @@ class Explorer:
             if self._run.replay is not None:
                 return self._replay(processor, guarantee, topology, backend)
             with _TerminalProgress.for_test(self._config, self._nodeid):
-                return explore(
+                result = explore(
                     processor,
                     guarantee=guarantee,
                     topology=topology,
@@ -639,7 +648,11 @@ class Explorer:
                     failures_dir=self._failures_dir(),
                     budget=s.run_budget,
                 )
+            self._user_properties.append((_COVERAGE_PROPERTY, result.summary()))
+            return result
         except CounterexampleFound as found:
+            coverage = found.failure.coverage.summary()
+            self._user_properties.append((_COVERAGE_PROPERTY, f"failed after {coverage}"))
             self._found(found)
             raise found.with_traceback(None) from None
         except HarnessError as exc:  # a bad argument: the message says it, the stack does not

@@ -296,9 +296,10 @@ class Failure:
             self.verdict.summary(),
             f"shrunk schedule ({len(self.schedule)} steps; first failure at schedule "
             f"{self.first_failure_example} after {self.first_failure_seconds:.2f} s, "
-            f"{self.examples} schedules run in all; coverage: {self.coverage.summary()}):",
+            f"{self.examples} schedules run in all):",
             self.schedule.describe(),
             f"schedule JSON: {self.schedule.dumps()}",
+            f"coverage: {self.coverage.summary()}",
             f"seed: {self.seed}  (explore(..., seed={self.seed}) repeats this search)",
             f"replay: {self.replay_command}",
         ]

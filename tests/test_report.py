@@ -59,6 +59,7 @@ def _explore(name: str) -> Failure:
             topology=toy.topology,
             faults=toy.needs,
             failures_dir=None,
+            systematic=False,  # the drawn search's counterexamples, as the tests describe them
         )
     return found.value.failure
 

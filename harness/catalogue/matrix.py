@@ -22,6 +22,7 @@ from typing import Any, Final
 from harness.catalogue.subject import Scenario, Subject
 from harness.check import AnomalyKind, Guarantee, Status
 from harness.errors import ConfigError
+from harness.faults.kinds import Fault
 from harness.runner import CounterexampleFound, default_seed, explore
 from harness.search.profiles import Profile, profile
 from harness.sim.simulator import processor_path
@@ -45,6 +46,8 @@ class VariantResult:
     correct: bool
     guarantee: Guarantee
     expected: frozenset[AnomalyKind]
+    needs: frozenset[Fault]
+    """The faults the bug is known to need (not told to the search unless ``narrowed``)."""
     statuses: tuple[Status, ...]
     """The outcome per seed: VALID when the search found nothing."""
     found: frozenset[AnomalyKind]
@@ -83,6 +86,7 @@ class VariantResult:
             "correct": self.correct,
             "guarantee": self.guarantee.value,
             "expected": sorted(k.value for k in self.expected),
+            "needs": sorted(f.value for f in self.needs),
             "statuses": [s.value for s in self.statuses],
             "found": sorted(k.value for k in self.found),
             "detect_seconds": [round(s, 4) for s in self.detect_seconds],
@@ -162,6 +166,7 @@ def run_variant(
         correct=variant.correct,
         guarantee=scenario.guarantee,
         expected=variant.expected,
+        needs=variant.needs,
         statuses=tuple(statuses),
         found=frozenset(found),
         detect_seconds=tuple(detect),
@@ -210,6 +215,7 @@ _HEADER: Final = (
     "median detect s",
     "shrunk steps",
     "ok",
+    "bug needs",
 )
 
 
@@ -231,6 +237,7 @@ def _row(result: VariantResult) -> tuple[str, ...]:
         "-" if detect is None else f"{detect:.3f}",
         "-" if shrunk is None else f"{shrunk:g}",
         "yes" if result.ok else "NO",
+        ", ".join(sorted(f.value for f in result.needs)) or "-",
     )
 
 

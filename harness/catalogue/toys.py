@@ -19,7 +19,7 @@ from harness.sim.records import Delivery
 from harness.sim.simulator import Processor
 from harness.sim.topology import Topology, log_sink, table_sink
 
-__all__ = ["COUNTS", "COUNTS_SYNCED", "ORDERED", "TOYS"]
+__all__ = ["COUNTS", "COUNTS_SYNCED", "ORDERED", "TOYS", "skip_done_outputs"]
 
 P = "in-0"
 COUNTS = Topology(sinks={"counts": table_sink("count")})
@@ -186,11 +186,11 @@ def rebuild_from_start(ctx: Context) -> None:
 # -- exactly-once: deduplicating transformer (DistributedLog's tutorial) ----------------------
 
 
-def dedup_transformer(ctx: Context) -> None:
-    """Correct exactly-once: each output carries its source DLSN; on start the processor reads
-    the last output and resumes after its source; redeliveries at or before the last emitted
-    source are skipped; the producer is idempotent, so a lost ack does not duplicate."""
-    out = ctx.output("out", idempotent=True)
+def skip_done_outputs(ctx: Context, *, idempotent: bool, track: bool = True) -> None:
+    """The tutorial's transformer: each output carries its source DLSN; on start it reads the
+    last output and resumes after its source, skipping redeliveries at or before the mark
+    (which moves with every output unless ``track`` is False)."""
+    out = ctx.output("out", idempotent=idempotent)
     last = out.last()
     done = None if last is None else last.source
     for record in ctx.read(P, None if done is None else done.next()):
@@ -198,7 +198,15 @@ def dedup_transformer(ctx: Context) -> None:
             continue
         out.emit(record)
         out.commit()
-        done = record.dlsn
+        if track:
+            done = record.dlsn
+
+
+def dedup_transformer(ctx: Context) -> None:
+    """Correct exactly-once: each output carries its source DLSN; on start the processor reads
+    the last output and resumes after its source; redeliveries at or before the last emitted
+    source are skipped; the producer is idempotent, so a lost ack does not duplicate."""
+    skip_done_outputs(ctx, idempotent=True)
 
 
 def no_dedup_transformer(ctx: Context) -> None:
@@ -214,15 +222,7 @@ def no_dedup_transformer(ctx: Context) -> None:
 def retrying_transformer(ctx: Context) -> None:
     """Bug (claimed exactly-once): deduplicates like ``dedup_transformer`` but its producer
     is not idempotent, so a retried write after a lost acknowledgement duplicates a batch."""
-    out = ctx.output("out")
-    last = out.last()
-    done = None if last is None else last.source
-    for record in ctx.read(P, None if done is None else done.next()):
-        if done is not None and record.dlsn <= done:
-            continue
-        out.emit(record)
-        out.commit()
-        done = record.dlsn
+    skip_done_outputs(ctx, idempotent=False)
 
 
 # -- exactly-once: counting with state and offsets ------------------------------------------

@@ -253,10 +253,7 @@ def _run_processor(
         else:
             emit(str(exc))
         return exit_code(exc.failure.verdict)
-    message = (
-        f"{result.guarantee.value} held for {result.processor}: {result.examples} schedules, "
-        f"seed {result.seed}"
-    )
+    message = result.summary()
     if args.json:
         print_output(
             "run",
@@ -270,6 +267,7 @@ def _run_processor(
             verdict=None,
             schedule=None,
             replay_command=None,
+            coverage=result.coverage.to_json(),
         )
     else:
         emit(message)
@@ -290,4 +288,5 @@ def _print_failure(exc: Any) -> None:
         verdict=failure.verdict.to_json(),
         schedule=failure.schedule.to_json(),
         replay_command=failure.replay_command,
+        coverage=failure.coverage.to_json(),
     )

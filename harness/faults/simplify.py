@@ -63,7 +63,7 @@ def _candidates(steps: tuple[Step, ...]) -> Iterator[tuple[Step, ...]]:
             value = getattr(step, f.name)
             if type(value) is int and value > 0:
                 lowest = 1 if f.name in ("calls", "count", "upto") else 0
-                for smaller in sorted({lowest, value - 1}):
+                for smaller in sorted({lowest, value // 2, value - 1}):
                     if lowest <= smaller < value:
                         changed: Step = dataclasses.replace(cast(Any, step), **{f.name: smaller})
                         yield (*steps[:i], changed, *steps[i + 1 :])

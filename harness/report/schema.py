@@ -203,6 +203,7 @@ OUTPUT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
         "verdict",
         "schedule",
         "replay_command",
+        "coverage",
     ),
     "matrix": ("cells", "totals"),
     "replay": ("guarantee", "processor", "backend", "seed", "verdict", "schedule"),
@@ -226,6 +227,11 @@ _OUTPUT_PROPERTIES: Final[dict[str, Any]] = {
     "verdict": {"oneOf": [{"type": "null"}, {"$ref": "#/$defs/verdict"}]},
     "schedule": {"oneOf": [{"type": "null"}, {"$ref": "#/$defs/schedule"}]},
     "replay_command": _nullable("string"),
+    "coverage": {
+        "type": "object",
+        "description": "what the search exercised (harness.search.coverage.Coverage)",
+        "required": ["points", "points_hit", "singles", "pairs", "systematic", "drawn", "summary"],
+    },
     "source": {"type": "string"},
     "runs": {"type": "object", "additionalProperties": {"$ref": "#/$defs/verdict"}},
     "cells": {

@@ -70,7 +70,7 @@ __all__ = [
 PROBE_CALLS: Final = 150
 """Calls a burst of a fault-free probe may make; a processor that never waits for input
 has its fault points counted up to here."""
-REST: Final = 1_000
+REST: Final = 100
 """Calls granted after an injected fault, before the drain (armed faults do not reach it)."""
 PAIR_WINDOW: Final = 6
 """How many points after the first fault a pair's second fault is placed at."""
@@ -256,7 +256,8 @@ def plan(
 
 def _novel_first(planned: Iterable[Planned]) -> list[Planned]:
     """Singles and pairs alternately, each in order of novelty: a schedule whose faults met
-    the same context (the calls around them) before comes after every schedule with a new one.
+    the same context (the calls around them, in the same workload) before comes after every
+    schedule with a new one.
     Measured on the catalogue (``bench/bench_detection.py``), this finds the bugs that need a
     pair without delaying the ones a single fault shows."""
     planned = list(planned)
@@ -269,7 +270,7 @@ def _by_novelty(planned: Iterable[Planned]) -> list[Planned]:
     seen: dict[tuple[object, ...], int] = {}
     ranked = []
     for index, p in enumerate(planned):
-        key = (p.faults, p.context)
+        key = (p.faults, p.context, p.point.workload)
         rank = seen.get(key, 0)
         seen[key] = rank + 1
         ranked.append((rank, index, p))

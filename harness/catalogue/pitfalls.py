@@ -1,0 +1,448 @@
+"""Realistic pitfalls written against the public API, each a buggy processor with its fixed
+twin: the catalogue a search must catch with its *default* faults.
+
+They are in the style of the seeds' pitfalls (``shared/seeds``): an offset stored before the
+output is flushed, outputs flushed in batches while offsets move per record, a batch's
+offset taken from the wrong element, a resume from another partition's offset or from the
+last output of the wrong sink, a count and its offset in two transactions, deduplication
+that forgets redeliveries after the start, a resume *at* the processed position under
+exactly-once, asynchronous completions committed by the last one to finish, an idle-time
+commit ahead of unflushed output, counts whose offset only a timer stores. None of them
+names the fault its bug needs to the search; ``needs`` only documents it.
+``PITFALLS`` lists them as catalogue :class:`~harness.catalogue.subject.Subject` s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from harness.catalogue.subject import Subject
+from harness.catalogue.toys import skip_done_outputs
+from harness.check import AnomalyKind, Guarantee
+from harness.faults.kinds import Fault
+from harness.log.dlsn import DLSN
+from harness.sim.context import Context
+from harness.sim.records import Delivery
+from harness.sim.simulator import Processor
+from harness.sim.topology import Topology, log_sink, table_sink
+
+__all__ = ["COUNTS", "DURABLE_COUNTS", "PITFALLS", "TWO_PARTITIONS", "TWO_SINKS"]
+
+P = "in-0"
+BATCH = 3
+COUNTS = Topology(sinks={"counts": table_sink("count")})
+DURABLE_COUNTS = Topology(sinks={"counts": table_sink("count")}, offset_sync=True)
+"""Counts in a store whose writes are synced (a transactional store's commits are durable)."""
+TWO_PARTITIONS = Topology(partitions=2)
+TWO_SINKS = Topology(sinks={"even": log_sink(), "odd": log_sink()})
+
+
+# -- 1. the offset is stored before the output's flush ---------------------------------------
+
+
+def offset_before_flush(ctx: Context) -> None:
+    """Bug: emits, stores the offset, then flushes the output: a crash between the offset
+    and the flush loses the record (its output was never durable)."""
+    out = ctx.output("out")
+    for record in ctx.read(P, ctx.offsets.get(P)):
+        out.emit(record)
+        ctx.offsets.put(P, record.next)
+        out.commit()
+
+
+def flush_then_offset(ctx: Context) -> None:
+    """Correct: emits, flushes the output, then stores the offset."""
+    out = ctx.output("out")
+    for record in ctx.read(P, ctx.offsets.get(P)):
+        out.emit(record)
+        out.commit()
+        ctx.offsets.put(P, record.next)
+
+
+# -- 2. outputs flushed in batches, offsets stored per record --------------------------------
+
+
+def _flush_in_batches(ctx: Context, *, offset_at_flush: bool) -> None:
+    out = ctx.output("out")
+    pending: list[Delivery] = []
+    source = ctx.read(P, ctx.offsets.get(P))
+    while True:
+        record = source.poll()
+        if record is None or len(pending) == 2:  # linger expired, or the batch is full
+            if pending:
+                out.commit()
+                if offset_at_flush:
+                    ctx.offsets.put(P, pending[-1].next)
+                pending.clear()
+            if record is None:
+                record = next(source)
+        out.emit(record)
+        pending.append(record)
+        if not offset_at_flush:
+            ctx.offsets.put(P, record.next)
+
+
+def offset_per_record_flush_per_pair(ctx: Context) -> None:
+    """Bug: the producer flushes every second output (linger/batch.size) but the offset is
+    stored after every record, so it runs ahead of the unflushed output."""
+    _flush_in_batches(ctx, offset_at_flush=False)
+
+
+def offset_at_flush(ctx: Context) -> None:
+    """Correct: outputs flushed in pairs and the offset stored after each flush."""
+    _flush_in_batches(ctx, offset_at_flush=True)
+
+
+# -- 3. a batch's offset taken from its first element ----------------------------------------
+
+
+def _count_batches(ctx: Context, *, offset_of_last: bool) -> None:
+    ctx.claim()
+    table = ctx.table("counts")
+    source = ctx.read(P, ctx.offsets.get(P))
+    counted = -1
+    while True:
+        batch = [next(source)]
+        while len(batch) < BATCH and (record := source.poll()) is not None:
+            batch.append(record)
+        counts: dict[str, int] = {}
+        for record in batch:
+            if record.offset <= counted:
+                continue  # a redelivery within this session
+            counted = record.offset
+            counts[record.key] = counts.get(record.key, table.get(record.key) or 0) + 1
+        done = batch[-1] if offset_of_last else batch[0]
+        ctx.offsets.commit({P: done.next}, tables={"counts": counts}, fenced=True)
+
+
+def batch_offset_of_first(ctx: Context) -> None:
+    """Bug (exactly-once counts): a batch's counts commit atomically with an offset, but the
+    offset is the *first* record's, so a restart counts the rest of the batch again."""
+    _count_batches(ctx, offset_of_last=False)
+
+
+def batch_offset_of_last(ctx: Context) -> None:
+    """Correct: a batch's counts commit atomically with the offset after its last record."""
+    _count_batches(ctx, offset_of_last=True)
+
+
+# -- 4. resume from the wrong partition's offset ----------------------------------------------
+
+
+def _two_partitions(ctx: Context, *, own_offset: bool) -> None:
+    out = ctx.output("out")
+    stored = {p: ctx.offsets.get(p) for p in ctx.partitions}
+    first = stored[ctx.partitions[0]]
+    starts = {p: stored[p] if own_offset or stored[p] is not None else first for p in stored}
+    for record in ctx.read_all(starts):
+        out.emit(record)
+        out.commit()
+        ctx.offsets.put(record.partition, record.next)
+
+
+def resume_from_first_partition(ctx: Context) -> None:
+    """Bug: a consumer of two partitions keeps an offset per partition, but on restart a
+    partition without its own stored offset resumes from the first partition's (a copied
+    default), skipping records it never processed."""
+    _two_partitions(ctx, own_offset=False)
+
+
+def resume_each_partition(ctx: Context) -> None:
+    """Correct: each partition resumes from its own stored offset (or its beginning)."""
+    _two_partitions(ctx, own_offset=True)
+
+
+# -- 5. resume after the last output of the wrong sink ----------------------------------------
+
+
+def _two_sinks(ctx: Context, *, every_sink: bool) -> None:
+    outs = {name: ctx.output(name, idempotent=True) for name in ("even", "odd")}
+    sources = [last.source for name in ("even", "odd") if (last := outs[name].last())]
+    if not every_sink:
+        last_even = outs["even"].last()
+        sources = [] if last_even is None or last_even.source is None else [last_even.source]
+    done: DLSN | None = max((s for s in sources if s is not None), default=None)
+    for record in ctx.read(P, None if done is None else done.next()):
+        if done is not None and record.dlsn <= done:
+            continue
+        out = outs["even" if record.offset % 2 == 0 else "odd"]
+        out.emit(record)
+        out.commit()
+        done = record.dlsn
+
+
+def resume_after_one_sink(ctx: Context) -> None:
+    """Bug (exactly-once): routes records to two sinks and, on start, resumes after the last
+    output of the first sink only, so records the other sink already has are produced
+    again."""
+    _two_sinks(ctx, every_sink=False)
+
+
+def resume_after_every_sink(ctx: Context) -> None:
+    """Correct: resumes after the newest source DLSN over the last outputs of every sink."""
+    _two_sinks(ctx, every_sink=True)
+
+
+# -- 6. a count and its offset in two transactions --------------------------------------------
+
+
+def _transactional(ctx: Context, *, one: bool) -> None:
+    ctx.claim()
+    counted = -1
+    for record in ctx.read(P, ctx.offsets.get(P)):
+        if record.offset <= counted:
+            continue  # a redelivery within this session
+        counted = record.offset
+        txn = ctx.transaction()
+        txn.put("counts", record.key, (txn.get("counts", record.key) or 0) + 1)
+        if one:
+            txn.commit({P: record.next})
+        else:
+            txn.commit()
+            ctx.transaction().commit({P: record.next})
+
+
+def count_and_offset_in_two_transactions(ctx: Context) -> None:
+    """Bug (exactly-once counts): the count update commits in one transaction and the input
+    offset in a second one; a crash between them counts the record twice."""
+    _transactional(ctx, one=False)
+
+
+def count_and_offset_in_one_transaction(ctx: Context) -> None:
+    """Correct: count update and offset commit in one fenced transaction."""
+    _transactional(ctx, one=True)
+
+
+# -- 7. deduplication that only looks at the start --------------------------------------------
+
+
+def dedup_only_at_start(ctx: Context) -> None:
+    """Bug (exactly-once): skips records at or before the last output found at start, but
+    never moves that mark, so a redelivery later in the session is produced again."""
+    skip_done_outputs(ctx, idempotent=True, track=False)
+
+
+def dedup_tracks_last_output(ctx: Context) -> None:
+    """Correct: the deduplication mark follows every output written."""
+    skip_done_outputs(ctx, idempotent=True)
+
+
+# -- 8. resume *at* the processed position under exactly-once ---------------------------------
+
+
+def _store_position(ctx: Context, *, after: bool) -> None:
+    ctx.claim()
+    table = ctx.table("counts")
+    counted = -1
+    for record in ctx.read(P, ctx.offsets.get(P)):
+        if record.offset <= counted:
+            continue  # a redelivery within this session
+        counted = record.offset
+        count = (table.get(record.key) or 0) + 1
+        position = record.next if after else record.dlsn
+        ctx.offsets.commit({P: position}, tables={"counts": {record.key: count}}, fenced=True)
+
+
+def store_processed_dlsn(ctx: Context) -> None:
+    """Bug (exactly-once counts): stores the processed record's own DLSN with its count (the
+    reader tutorial's at-least-once habit), so every restart counts that record again."""
+    _store_position(ctx, after=False)
+
+
+def store_next_dlsn(ctx: Context) -> None:
+    """Correct: stores the position after the processed record with its count, atomically."""
+    _store_position(ctx, after=True)
+
+
+# -- 9. asynchronous completions committed by the last one to finish --------------------------
+
+
+def _async(ctx: Context, *, ordered: bool) -> None:
+    out = ctx.output("out")
+
+    def process(record: Delivery) -> None:
+        out.emit(record)
+        out.commit()
+
+    source = ctx.read(P, ctx.offsets.get(P))
+    for record, _ in ctx.map_async(process, source, parallelism=2, ordered=ordered):
+        ctx.offsets.put(P, record.next)
+
+
+def async_last_completion(ctx: Context) -> None:
+    """Bug: two records in flight at a time, completions handed on as they finish
+    (mapAsyncUnordered); each stores its own offset, so a record that finishes first moves
+    the offset past one still in flight."""
+    _async(ctx, ordered=False)
+
+
+def async_in_read_order(ctx: Context) -> None:
+    """Correct: two records in flight, but completions are handed on in read order
+    (mapAsync), so each stored offset follows only finished records."""
+    _async(ctx, ordered=True)
+
+
+# -- 10. an idle-time commit ahead of unflushed output ----------------------------------------
+
+
+def _idle_commit(ctx: Context, *, flush_first: bool) -> None:
+    out = ctx.output("out")
+    source = ctx.read(P, ctx.offsets.get(P))
+    last: Delivery | None = None
+    while True:
+        record = source.poll()
+        if record is None:
+            if last is not None:  # the source is idle: flush and commit what was read
+                if flush_first:
+                    out.commit()
+                ctx.offsets.put(P, last.next)
+                if not flush_first:
+                    out.commit()
+            record = next(source)
+        out.emit(record)
+        last = record
+
+
+def idle_commit_before_flush(ctx: Context) -> None:
+    """Bug: outputs are flushed only when the source goes idle, and then the offset of the
+    last record read is committed *before* the flush; a crash between them loses the batch."""
+    _idle_commit(ctx, flush_first=False)
+
+
+def idle_commit_after_flush(ctx: Context) -> None:
+    """Correct: on idle, flush the producer, then commit the offset of the last record."""
+    _idle_commit(ctx, flush_first=True)
+
+
+# -- 11. counts written per record, the offset only by a timer --------------------------------
+
+
+def _timer_offsets(ctx: Context, *, atomic: bool) -> None:
+    ctx.claim()
+    table = ctx.table("counts")
+    counts: dict[str, int] = {}
+    read: list[Delivery] = []
+
+    stored: list[Delivery] = []
+
+    def store() -> None:  # only what is new since the last checkpoint
+        if read and read[-1] not in stored:
+            tables = {"counts": dict(counts)} if atomic else None
+            ctx.offsets.commit({P: read[-1].next}, tables=tables, fenced=True)
+            stored.append(read[-1])
+
+    ctx.on_timer(store)
+    for record in ctx.read(P, ctx.offsets.get(P)):
+        if read and record.offset <= read[-1].offset:
+            continue  # a redelivery within this session
+        counts[record.key] = counts.get(record.key, table.get(record.key) or 0) + 1
+        if not atomic:
+            table.put(record.key, counts[record.key])
+        read.append(record)
+
+
+def counts_now_offset_by_timer(ctx: Context) -> None:
+    """Bug (exactly-once counts): every count is written as soon as a record is counted, but
+    the offset only by a periodic timer; a restart before the next tick counts again."""
+    _timer_offsets(ctx, atomic=False)
+
+
+def counts_and_offset_by_timer(ctx: Context) -> None:
+    """Correct: counts stay in memory and a periodic timer commits them with the offset in
+    one atomic write (a restart recounts from the last checkpoint, from the stored counts)."""
+    _timer_offsets(ctx, atomic=True)
+
+
+# -- the catalogue ----------------------------------------------------------------------------
+
+_A = AnomalyKind
+_ALO, _EO = Guarantee.AT_LEAST_ONCE, Guarantee.EXACTLY_ONCE
+_LOST = {_A.LOST, _A.OFFSET_AHEAD}
+
+
+def _pair(
+    bug: Processor,
+    twin: Processor,
+    guarantee: Guarantee,
+    expected: Iterable[AnomalyKind],
+    needs: Iterable[Fault],
+    topology: Topology | None = None,
+) -> tuple[Subject, Subject]:
+    topology = topology or Topology()
+    return (
+        Subject(
+            bug.__name__,
+            bug,
+            guarantee,
+            topology,
+            expected=frozenset(expected),
+            needs=frozenset(needs),
+            twin=twin.__name__,
+        ),
+        Subject(twin.__name__, twin, guarantee, topology),
+    )
+
+
+PITFALLS: Mapping[str, Subject] = {
+    subject.name: subject
+    for pair in (
+        _pair(offset_before_flush, flush_then_offset, _ALO, _LOST, {Fault.CRASH}),
+        _pair(offset_per_record_flush_per_pair, offset_at_flush, _ALO, _LOST, {Fault.CRASH}),
+        _pair(
+            batch_offset_of_first,
+            batch_offset_of_last,
+            _EO,
+            {_A.COUNT_MISMATCH},
+            {Fault.CRASH},
+            COUNTS,
+        ),
+        _pair(
+            resume_from_first_partition,
+            resume_each_partition,
+            _ALO,
+            _LOST | {_A.SKIP},
+            {Fault.CRASH},
+            TWO_PARTITIONS,
+        ),
+        _pair(
+            resume_after_one_sink,
+            resume_after_every_sink,
+            _EO,
+            {_A.DUPLICATE},
+            {Fault.CRASH},
+            TWO_SINKS,
+        ),
+        _pair(
+            count_and_offset_in_two_transactions,
+            count_and_offset_in_one_transaction,
+            _EO,
+            {_A.COUNT_MISMATCH},
+            {Fault.CRASH},
+            DURABLE_COUNTS,
+        ),
+        _pair(
+            dedup_only_at_start, dedup_tracks_last_output, _EO, {_A.DUPLICATE}, {Fault.DUPLICATE}
+        ),
+        _pair(
+            store_processed_dlsn, store_next_dlsn, _EO, {_A.COUNT_MISMATCH}, {Fault.CRASH}, COUNTS
+        ),
+        _pair(
+            async_last_completion,
+            async_in_read_order,
+            _ALO,
+            _LOST,
+            {Fault.CRASH, Fault.REORDER},
+        ),
+        _pair(idle_commit_before_flush, idle_commit_after_flush, _ALO, _LOST, {Fault.CRASH}),
+        _pair(
+            counts_now_offset_by_timer,
+            counts_and_offset_by_timer,
+            _EO,
+            {_A.COUNT_MISMATCH},
+            {Fault.CRASH},
+            COUNTS,
+        ),
+    )
+    for subject in pair
+}
+"""Every pitfall and its fixed twin, by processor name."""
