@@ -367,6 +367,7 @@ def test_the_matrix_table_fits_100_columns() -> None:
             correct=v.correct,
             guarantee=s.guarantee,
             expected=v.expected,
+            needs=v.needs,
             statuses=(Status.VALID,) if v.correct else (Status.INVALID, Status.UNKNOWN),
             found=v.expected,
             detect_seconds=() if v.correct else (123.456,),

@@ -369,7 +369,7 @@ def test_json_report_round_trips_the_verdict_and_schedule(lost: Failure) -> None
             seed=lost.seed,
             replay_command=lost.replay_command,
         )
-    )
+    ) | {"coverage": lost.coverage.summary()}  # a bare verdict carries no coverage
     assert list(report) == REPORT_SCHEMA["required"]
     assert report["harness_report"] == REPORT_VERSION == 1
     assert Verdict.from_json(report["verdict"]) == lost.verdict
@@ -444,6 +444,17 @@ def test_the_docs_show_the_text_report_as_it_is_printed(lost: Failure) -> None:
     assert render_text(
         gather(lost.verdict, lost.history, seed=lost.seed, replay_command=replay)
     ) == (example)
+
+
+def test_every_format_shows_the_fault_coverage_of_a_failure(lost: Failure) -> None:
+    summary = lost.coverage.summary()
+    assert summary  # the search says what it exercised
+    facts = gather(lost)
+    assert facts.coverage == summary
+    assert f"coverage: {summary}" in render_text(facts)
+    assert report_json(facts)["coverage"] == summary
+    assert Elements(render_html(facts)).by_id("coverage") is not None
+    assert gather(lost.verdict).coverage is None  # a bare verdict has none to show
 
 
 def test_the_docs_list_every_top_level_key() -> None:
@@ -590,17 +601,7 @@ def test_write_report_writes_the_three_formats_for_a_failure(lost: Failure, tmp_
         "html": tmp_path / "out" / "report.html",
     }
     text = paths["txt"].read_text(encoding="utf-8")
-    assert text == render_text(
-        gather(
-            lost.verdict,
-            lost.history,
-            schedule=lost.schedule,
-            seed=lost.seed,
-            replay_command=lost.replay_command,
-            processor=lost.processor,
-            backend=lost.backend,
-        )
-    )
+    assert text == render_text(gather(lost))
     assert f"replay: {lost.replay_command}" in text.splitlines()
     report = json.loads(paths["json"].read_text(encoding="utf-8"))
     assert report["seed"] == lost.seed and schema_errors(report) == []

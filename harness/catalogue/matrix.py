@@ -266,7 +266,7 @@ def _found(expected: str, found: str, verdict: str) -> str:
 def _text_table(results: Sequence[VariantResult], rows: Sequence[tuple[str, ...]]) -> str:
     """Scenario lines, and under each its variants: expected and found anomalies ("same" when
     they agree; the verdict when none was found), the median seconds to detect, the shrunk
-    steps, ok."""
+    steps, ok (what each bug needs is in the Markdown table, which has the room)."""
     cells = [
         (
             "  " + variant,
@@ -277,7 +277,7 @@ def _text_table(results: Sequence[VariantResult], rows: Sequence[tuple[str, ...]
             steps,
             ok,
         )
-        for (_, variant, backend, expected, verdict, found, detect, steps, ok) in rows
+        for (_, variant, backend, expected, verdict, found, detect, steps, ok, _) in rows
     ]
     widths = [max(len(row[i]) for row in [_TEXT_HEADER, *cells]) for i in range(7)]
 

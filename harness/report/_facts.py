@@ -55,6 +55,9 @@ class ReportFacts:
     processor_errors: tuple[ProcessorError, ...] = ()
     stats: Mapping[str, Any] | None = None
     """:func:`history_stats` of the history (None without one), read once for every format."""
+    coverage: str | None = None
+    """What the search exercised before it failed (the reported run's ``coverage.summary()``,
+    e.g. ``38/38 fault points, ... 211 pairs, 1000 schedules``), when it says."""
 
 
 def _check_type(name: str, value: object, kind: type | tuple[type, ...], what: str) -> None:
@@ -76,6 +79,8 @@ def _subject_fields(subject: object) -> dict[str, Any]:
     if not isinstance(errors, tuple) or not all(isinstance(e, ProcessorError) for e in errors):
         raise ConfigError(f"processor_errors must be a tuple of ProcessorError, got {errors!r:.80}")
     fields["processor_errors"] = errors
+    summary = getattr(getattr(subject, "coverage", None), "summary", None)
+    fields["coverage"] = summary() if callable(summary) else None
     return fields
 
 
@@ -147,6 +152,7 @@ def gather(
         title=title if title is not None else given.get("processor") or "unnamed processor",
         processor_errors=given.get("processor_errors", ()),
         stats=None if history is None else history_stats(history),
+        coverage=given.get("coverage") if isinstance(given.get("coverage"), str) else None,
     )
 
 

@@ -512,6 +512,8 @@ def _run_again(facts: ReportFacts) -> list[str]:
             parts.append(f'<pre id="replay-command">{_e(facts.replay_command)}</pre>')
         if facts.seed is not None:
             parts.append(f'<p>seed: <code id="seed">{facts.seed}</code></p>')
+        if facts.coverage is not None:
+            parts.append(f'<p>fault coverage: <span id="coverage">{_e(facts.coverage)}</span></p>')
         parts.append("</section>")
     return parts
 

@@ -42,6 +42,7 @@ def facts_json(facts: ReportFacts, *, include_events: bool) -> dict[str, Any]:
         "run_id": facts.run_id,
         "seed": facts.seed,
         "replay_command": facts.replay_command,
+        "coverage": facts.coverage,
         "verdict": facts.verdict.to_json(),
         "schedule": None if facts.schedule is None else facts.schedule.to_json(),
         "history": _history_json(facts, include_events),

@@ -147,6 +147,8 @@ def _render(facts: ReportFacts, paint: _Paint) -> str:
         lines.extend(_schedule_lines(facts.schedule))
     if facts.seed is not None:
         lines.append(f"seed: {facts.seed}")
+    if facts.coverage is not None:
+        lines.append(_ascii(f"coverage: {facts.coverage}"))
     if facts.replay_command is not None:
         lines.append(paint(_DIM, "replay: ") + _ascii(facts.replay_command))
     return "\n".join(lines) + "\n"
