@@ -465,7 +465,7 @@ class _Search:
         if limit <= 0:
             return
         # the fault points are the same on every backend: probe and plan on the fast one
-        self.plan = plan(self.processor, self.topology, self.faults)
+        self.plan = plan(self.processor, self.topology, self.faults, budget=self.limit)
         for planned in self.plan.schedules[:limit]:
             self.ran += 1
             self.planned_ran += 1

@@ -52,6 +52,7 @@ from harness.faults.schedule import (
     Truncate,
 )
 from harness.search.coverage import Coverage
+from harness.sim.budget import RunBudget
 from harness.sim.simulator import Instance, Processor, Simulator
 from harness.sim.topology import Topology
 from harness.sim.world import Backend
@@ -148,8 +149,14 @@ class Plan:
 class _Probing(Simulator):
     """A simulator that records, for the active instance's calls, what each call was."""
 
-    def __init__(self, processor: Processor, topology: Topology, backend: Backend) -> None:
-        super().__init__(processor, topology, backend=backend)
+    def __init__(
+        self,
+        processor: Processor,
+        topology: Topology,
+        backend: Backend,
+        budget: RunBudget | None = None,
+    ) -> None:
+        super().__init__(processor, topology, backend=backend, budget=budget)
         self.labels: list[str] = []
         self.choices: set[int] = set()
         self.acks: set[int] = set()
@@ -206,13 +213,16 @@ def probe(
     bursts: tuple[tuple[Produce, ...], ...],
     *,
     backend: Backend = "memory",
+    budget: RunBudget | None = None,
 ) -> Probe:
-    """Run ``processor`` on ``bursts`` without faults and record the points it reaches."""
+    """Run ``processor`` on ``bursts`` without faults and record the points it reaches;
+    ``budget`` bounds each probing run as it bounds the search's (a processor that hangs
+    hangs its probe too, and must not hang the search)."""
     calls: list[int] = []
     steps: list[Step] = []
     for burst in bursts:
         steps += [*burst, Run(PROBE_CALLS)]
-        sim = _Probing(processor, topology, backend)
+        sim = _Probing(processor, topology, backend, budget)
         try:
             sim.run(Schedule(tuple(steps), drain=False))
         finally:
@@ -234,10 +244,14 @@ def plan(
     faults: Iterable[Fault | str] | None = None,
     *,
     backend: Backend = "memory",
+    budget: RunBudget | None = None,
 ) -> Plan:
-    """Probe every workload, then plan every single fault at every point and the pairs."""
+    """Probe every workload (each run within ``budget``), then plan every single fault at
+    every point and the pairs."""
     enabled = fault_set(faults)
-    probes = [probe(processor, topology, w, backend=backend) for w in workloads(topology)]
+    probes = [
+        probe(processor, topology, w, backend=backend, budget=budget) for w in workloads(topology)
+    ]
     points: list[FaultPoint] = []
     singles: list[Planned] = []
     families: list[list[Planned]] = []
