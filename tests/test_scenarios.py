@@ -271,4 +271,11 @@ def test_scenarios_import_under_the_harness_namespace() -> None:
     import harness.scenarios.alpakka_batches as module
 
     assert module.SCENARIO is SCENARIOS["alpakka-batches"]
-    assert Path(module.__file__ or "").parent == ROOT / "scenarios"
+    import harness.scenarios
+
+    # from a source checkout, the repository's scenarios/ folder; from a wheel, the package
+    # the folder was installed as (never a top-level `scenarios` package)
+    where = Path(module.__file__ or "").parent
+    assert where in (ROOT / "scenarios", Path(harness.scenarios.__file__ or "").parent)
+    assert where.name == "scenarios" and (where / "alpakka_batches.py").is_file()
+    assert "scenarios" not in sys.modules

@@ -309,19 +309,26 @@ def test_a_bad_budget_is_a_config_error(kwargs: dict[str, object], message: str)
 
 def test_the_watchdog_tells_the_harness_code_from_the_processors() -> None:
     seen: list[tuple[bool, bool]] = []
+    linked: list[bool] = []
 
     def processor(ctx: Context) -> None:
         def work(record: object) -> object:
             here = sys._getframe()
             # its own frame is the processor's; its caller is the harness's map_async
             seen.append((inside_harness(here, BOUNDARY), inside_harness(here.f_back, BOUNDARY)))
+            linked.append(here.f_back is not None)
             return record
 
         for _ in ctx.map_async(work, ctx.read(P), parallelism=1, ordered=True):
             return
 
     simulate(processor, Schedule([Produce(count=1), Run(5)]))
-    assert seen == [(False, True)]
+    # greenlet 3.0 on Python 3.10 (the oldest supported) does not link a greenlet's first
+    # frame to the code that started it: there the caller cannot be seen, and the watchdog
+    # takes the frame for the processor's (it then stops the run there, which ends UNKNOWN)
+    assert seen == [(False, linked[0])]
+    if sys.version_info >= (3, 11):
+        assert linked == [True]
 
 
 def test_shrinking_a_run_that_ran_out_of_time_gets_a_second_at_most() -> None:
