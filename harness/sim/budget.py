@@ -57,6 +57,7 @@ _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _INTERNAL: Final = tuple(
     os.path.join(_HERE, name) for name in ("sim", "log", "offsets", "history", "_leveldb.py")
 )
+_SITE: Final = f"{os.sep}site-packages{os.sep}"
 _STDLIB: Final = tuple(
     {os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")}
 )
@@ -67,8 +68,12 @@ def _inside_harness(frame: FrameType | None, boundary: object) -> bool:
     library); the processor's entry frame (``boundary`` code) is not."""
     while frame is not None and frame.f_code is not boundary:
         name = frame.f_code.co_filename
-        if not name.startswith(_STDLIB):
-            return name.startswith(_INTERNAL)
+        if name.startswith(_INTERNAL):
+            return True
+        # a virtualenv's platstdlib is the venv's lib/pythonX.Y, which holds site-packages:
+        # an installed package's frame is not the standard library's
+        if not name.startswith(_STDLIB) or _SITE in name:
+            return False
         frame = frame.f_back
     return False
 
