@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar
 
 from harness.errors import ConfigError
 from harness.kafka._broker import InputRecord, Runtime
@@ -294,6 +294,30 @@ def park(rt: Runtime) -> None:
         if rt.shutdown_handler is not None and rt.shutdown_handler():
             return
         raise KeyboardInterrupt from None
+
+
+_T = TypeVar("_T")
+
+
+class IdleWait:
+    """How a consumer's ``poll`` waits, for both clients: when nothing is there, one idle
+    (empty) return, then park until there is something; a client that is stopping never
+    parks."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self._rt = rt
+        self._idle = False
+
+    def __call__(self, take: Callable[[], _T]) -> _T:
+        while True:
+            got = take()
+            if got:
+                self._idle = False
+                return got
+            if self._rt.stopping or not self._idle:
+                self._idle = True
+                return got
+            park(self._rt)
 
 
 def _bytes(value: object, what: str) -> bytes | None:

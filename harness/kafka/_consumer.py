@@ -10,12 +10,12 @@ from harness.kafka._confluent_base import (
     _CODES,
     OFFSET_INVALID,
     ConsumerGroupMetadata,
+    IdleWait,
     KafkaError,
     Message,
     TopicPartition,
     _config,
     _fail,
-    park,
 )
 from harness.kafka._errors import NotModelled
 from harness.kafka._fetch import Event, Fetched, Fetcher
@@ -49,7 +49,7 @@ class Consumer:
         self._committed: dict[str, int] = {}
         self._async: list[tuple[dict[str, int], bool]] = []
         self._callbacks: list[tuple[KafkaError | None, list[TopicPartition]]] = []
-        self._idle = False
+        self._wait_for = IdleWait(self._rt)
         cfg = self._cfg
         if cfg.enable_auto_commit and cfg.auto_commit_interval_ms > 0 and cfg.group_id:
             self._rt.ctx.on_timer(self._background)
@@ -152,18 +152,6 @@ class Consumer:
         if self._cfg.enable_auto_offset_store:
             self._stored[self._rt.broker.names[(got.topic, got.partition)]] = got.offset + 1
         return Message._of(got)
-
-    def _wait_for(self, take: Callable[[], list[Message]]) -> list[Message]:
-        """One idle return (an empty result), then park until there is something."""
-        while True:
-            got = take()
-            if got:
-                self._idle = False
-                return got
-            if self._rt.stopping or not self._idle:
-                self._idle = True
-                return got
-            park(self._rt)
 
     # -- the API -----------------------------------------------------------------------
 

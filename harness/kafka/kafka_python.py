@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from harness.errors import ConfigError
 from harness.kafka._broker import Output, Runtime, current
-from harness.kafka._confluent_base import park
+from harness.kafka._confluent_base import IdleWait
 from harness.kafka._errors import NotModelled
 from harness.kafka._fetch import BEGINNING, END, Fetched, Fetcher
 from harness.kafka.lineage import RECORD_ID_HEADER, Produced
@@ -136,7 +136,7 @@ class KafkaConsumer:
         self._max_records = int(configs.get("max_poll_records", 500))
         self._subscription: tuple[str, ...] = ()
         self._closed = False
-        self._idle = False
+        self._wait = IdleWait(self._rt)
         self._commit_due = False
         self._committed: dict[str, int] = {}
         if self._auto_commit and interval:
@@ -195,17 +195,6 @@ class KafkaConsumer:
             got.topic, got.partition, -1, got.offset, got.timestamp, 0, key, value, headers,
             None, len(got.key or b""), len(got.value or b""), -1,
         )  # fmt: skip
-
-    def _wait(self, take: Callable[[], Any]) -> Any:
-        while True:
-            got = take()
-            if got:
-                self._idle = False
-                return got
-            if self._rt.stopping or not self._idle:
-                self._idle = True
-                return got
-            park(self._rt)
 
     # -- the API -----------------------------------------------------------------------
 
