@@ -56,6 +56,8 @@ def one_error_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     [
         (DEEP, "arrays or objects nest too deeply"),
         ('{"steps": ' + "[" * 5000 + "]" * 5000 + "}", "nest too deeply"),
+        # deeper than MAX_DEPTH, yet shallow enough for every interpreter's own parser
+        ('{"steps": ' + "[" * 150 + "]" * 150 + "}", "more than 100 levels"),
         ('{"steps": [{"op": "run", "calls": ' + HUGE_INT + "}]}", "Exceeds the limit"),
         (b"\xff", "not UTF-8"),
     ],
