@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -94,13 +95,18 @@ def test_tox_fails_on_a_missing_interpreter_instead_of_skipping_it() -> None:
     assert "PYENV_VERSION" in tox["testenv"]["passenv"].split()
 
 
-def test_toxfile_adds_the_newest_pyenv_version_of_each_matrix_minor() -> None:
-    pytest.importorskip("tox.plugin", reason="toxfile.py is loaded by tox")
-    sys.path.insert(0, str(ROOT))
-    try:
-        import toxfile
-    finally:
-        sys.path.remove(str(ROOT))
+def test_toxfile_adds_the_newest_pyenv_version_of_each_matrix_minor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # tox's own environments have no tox: give toxfile.py a stand-in for its one tox import
+    plugin = types.ModuleType("tox.plugin")
+    plugin.impl = lambda hook: hook  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tox", types.ModuleType("tox"))
+    monkeypatch.setitem(sys.modules, "tox.plugin", plugin)
+    monkeypatch.delitem(sys.modules, "toxfile", raising=False)
+    monkeypatch.syspath_prepend(str(ROOT))
+    import toxfile
+
     installed = ["2.7.18", "3.9.18", "3.10.2", "3.10.13", "3.11.7", "3.12.1", "3.13.0", "3.13-dev"]
     assert toxfile.pyenv_versions(["3.11.7"], installed) == [
         "3.11.7",
