@@ -169,15 +169,7 @@ def generate_history(
     plan = Plan() if plan is None else plan
     if run_id is None:
         run_id = _run_id_of(path)
-    block, blocks = _checked_blocks(
-        plan,
-        records=records,
-        partitions=partitions,
-        keys=keys,
-        ordered=ordered,
-        block=block,
-        row_group_size=row_group_size,
-    )
+    block, blocks = _checked_blocks(plan, records, partitions, keys, ordered, block, row_group_size)
     pa, pq = _pyarrow("generating histories needs")
     names = [f"p{j}" for j in range(partitions)]
     header = _header(run_id, names, ordered=ordered, block=block, keys=keys, records=records)
@@ -219,7 +211,6 @@ def _run_id_of(path: str | os.PathLike[str]) -> str:
 
 def _checked_blocks(
     plan: Plan,
-    *,
     records: int,
     partitions: int,
     keys: int,
