@@ -1,4 +1,5 @@
-"""The one "close when the with-block ends" behaviour shared by the log's handles."""
+"""The one "close when the with-block ends" behaviour shared by the log's handles and the
+offset stores."""
 
 from __future__ import annotations
 
@@ -11,12 +12,17 @@ _Self = TypeVar("_Self", bound="Closing")
 
 
 class Closing:
-    """A handle usable in ``with``: the block's end calls :meth:`close`, error or not."""
+    """A handle usable in ``with``: the block's end calls :meth:`close`, error or not (a
+    handle that ends otherwise after an error overrides :meth:`_end`)."""
 
     __slots__ = ()
 
     def close(self) -> None:
         raise NotImplementedError
+
+    def _end(self, failed: bool) -> None:
+        """End the with-block; ``failed`` when it raised."""
+        self.close()
 
     def __enter__(self: _Self) -> _Self:
         return self
@@ -27,4 +33,4 @@ class Closing:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self.close()
+        self._end(exc_type is not None)

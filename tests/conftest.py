@@ -1,3 +1,6 @@
+"""Shared test setup: a deterministic Hypothesis profile (``HYPOTHESIS_PROFILE=explore`` to
+hunt instead), and a namespace fixture run once on each storage backend (memory, LevelDB)."""
+
 from __future__ import annotations
 
 import os

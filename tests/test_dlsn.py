@@ -1,3 +1,6 @@
+"""DLSN: DistributedLog's test vectors, its byte form (version 0) and its order, which is the
+order of its bytes; bad values and bad bytes are refused with the problem named."""
+
 from __future__ import annotations
 
 import pytest

@@ -293,6 +293,23 @@ def test_close_commits_what_is_buffered(namespace: Namespace) -> None:
         writer.write(LogRecord(2, b""))
 
 
+def test_a_with_block_commits_when_it_ends_and_aborts_when_it_raises(
+    namespace: Namespace,
+) -> None:
+    log = namespace.open_log("a")
+    with log.open_writer() as writer:
+        writer.write(LogRecord(1, b""))
+    with pytest.raises(KeyError), log.open_writer() as failing:
+        failing.write(LogRecord(2, b"lost"))
+        raise KeyError("the processor failed")
+    assert txids(log) == [1]
+    with pytest.raises(AlreadyClosed, match="the writer of log 'a' is closed"):
+        failing.write(LogRecord(3, b""))
+    with log.open_writer() as recovered:
+        recovered.write(LogRecord(3, b""))
+    assert txids(log) == [1, 3]
+
+
 class FailingAppends:
     """Wraps a log storage so that appends fail: a broken disk or a lost bookie."""
 

@@ -1,3 +1,6 @@
+"""Log names are validated and normalised as DistributedLog does: valid ones kept, invalid ones
+refused with the name and the reason, and no name reaches outside its namespace directory."""
+
 from __future__ import annotations
 
 import pytest

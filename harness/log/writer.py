@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from types import TracebackType
 from typing import NoReturn, final
 
+from harness._closing import Closing
 from harness.errors import (
     AlreadyClosed,
     ConfigError,
@@ -67,7 +67,7 @@ class _SegmentWork:
 
 
 @final
-class LogWriter:
+class LogWriter(Closing):
     """Writes records to one log; at most one is open per log (``OwnershipAcquireFailed``).
 
     ``write`` and ``write_bulk`` only buffer; ``flush`` transmits the buffer to storage;
@@ -425,19 +425,13 @@ class LogWriter:
         self._storage.release_writer()
         self._storage.close()
 
-    def __enter__(self) -> LogWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
+    def _end(self, failed: bool) -> None:
+        """A with-block that raised aborts the writer (uncommitted records are lost); one that
+        did not closes it (what is buffered is committed)."""
+        if failed:
             self.abort()
+        else:
+            self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "error" if self._error else "open"

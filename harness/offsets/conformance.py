@@ -90,18 +90,14 @@ class ConformanceCheck:
             )
         try:
             self.function(open_store)
-        except _Differ as exc:
+        except Exception as exc:
+            differs = isinstance(exc, _Differ)  # else the store raised: chained as the cause
+            what = str(exc) if differs else f"the store raised {type(exc).__name__}: {exc}"
             raise ConformanceFailure(
-                f"offset store conformance check {self.name!r} failed: {exc} "
+                f"offset store conformance check {self.name!r} failed: {what} "
                 f"(promise: {self.promise})",
                 checks=(self.name,),
-            ) from None
-        except Exception as exc:
-            raise ConformanceFailure(
-                f"offset store conformance check {self.name!r} failed: the store raised "
-                f"{type(exc).__name__}: {exc} (promise: {self.promise})",
-                checks=(self.name,),
-            ) from exc
+            ) from (None if differs else exc)
 
 
 @final

@@ -19,9 +19,9 @@ import struct
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Final, final
 
+from harness._closing import Closing
 from harness._leveldb import (
     VERIFY,
     close_leveldb,
@@ -67,7 +67,7 @@ _VERSION1: Final = 1
 
 
 @final
-class LevelDBOffsetStore:
+class LevelDBOffsetStore(Closing):
     """An :class:`~harness.offsets.base.OffsetStore` in a LevelDB directory, through plyvel.
 
     ``path`` is the directory (created if missing). LevelDB lets one process (and one handle)
@@ -283,14 +283,6 @@ class LevelDBOffsetStore:
         if self._db is None:
             raise self._closed("__enter__")
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _reader_key(self, reader_id: object) -> bytes:
         key = validate_reader_id(reader_id)

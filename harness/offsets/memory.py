@@ -23,9 +23,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from types import TracebackType
 from typing import final
 
+from harness._closing import Closing
 from harness.errors import AlreadyClosed, ConfigError
 from harness.log.dlsn import DLSN
 from harness.offsets.base import (
@@ -187,7 +187,7 @@ def forget_memory_offset_storages(*names: str) -> None:
 
 
 @final
-class MemoryOffsetStore:
+class MemoryOffsetStore(Closing):
     """An :class:`~harness.offsets.base.OffsetStore` on a :class:`MemoryOffsetStorage`.
 
     ``storage`` defaults to a new, private storage; pass one to reopen its data after a
@@ -281,14 +281,6 @@ class MemoryOffsetStore:
     def __enter__(self) -> MemoryOffsetStore:
         self._check_open("__enter__")
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _check_open(self, method: str) -> None:
         if self._closed:

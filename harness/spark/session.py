@@ -159,37 +159,25 @@ def spark_session(
                 f"for master {master!r}"
             )
         return running
+    return _start(master, app_name, shuffle_partitions, driver_memory, conf)
+
+
+def _start(
+    master: str | None,
+    app_name: str,
+    shuffle_partitions: int,
+    driver_memory: str | None,
+    conf: Mapping[str, str] | None,
+) -> SparkSession:
+    """Start the process's session (none runs): the settings of the module docstring, the
+    environment Spark's launcher reads, then the builder."""
     # under spark-submit the JVM runs already, with the master and settings it was given
     submitted = bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
     java = None if submitted else java_info()
     from pyspark.sql import SparkSession
 
     scratch = scratch_dir()
-    log4j = scratch / "log4j2.properties"
-    log4j.write_text(_LOG4J, encoding="utf-8")
-    for name in ("local", "warehouse", "checkpoints", "jvm-tmp"):
-        (scratch / name).mkdir(exist_ok=True)
-    java_options = (
-        f"-Dlog4j2.configurationFile={log4j.as_uri()} -Djava.io.tmpdir={scratch / 'jvm-tmp'}"
-    )
-    settings: dict[str, str] = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.port": "0",
-        "spark.blockManager.port": "0",
-        "spark.port.maxRetries": "64",
-        "spark.sql.shuffle.partitions": str(shuffle_partitions),
-        "spark.default.parallelism": str(shuffle_partitions),
-        "spark.local.dir": str(scratch / "local"),
-        "spark.sql.warehouse.dir": str(scratch / "warehouse"),
-        "spark.sql.streaming.checkpointLocation": str(scratch / "checkpoints"),
-        "spark.driver.extraJavaOptions": java_options,
-        "spark.executor.extraJavaOptions": java_options,
-        "spark.sql.session.timeZone": "UTC",
-        "spark.executorEnv.PYTHONHASHSEED": "0",
-    }
+    settings = _settings(scratch, shuffle_partitions)
     if driver_memory is not None:
         settings["spark.driver.memory"] = driver_memory
     settings.update(conf or {})
@@ -215,6 +203,36 @@ def spark_session(
     session.sparkContext.setCheckpointDir(str(scratch / "checkpoints"))
     _state["session"] = session
     return session
+
+
+def _settings(scratch: Path, shuffle_partitions: int) -> dict[str, str]:
+    """The Spark settings of a local, quiet session whose scratch space is ``scratch`` (the
+    log4j file and the scratch folders are made here)."""
+    log4j = scratch / "log4j2.properties"
+    log4j.write_text(_LOG4J, encoding="utf-8")
+    for name in ("local", "warehouse", "checkpoints", "jvm-tmp"):
+        (scratch / name).mkdir(exist_ok=True)
+    java_options = (
+        f"-Dlog4j2.configurationFile={log4j.as_uri()} -Djava.io.tmpdir={scratch / 'jvm-tmp'}"
+    )
+    return {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.port": "0",
+        "spark.blockManager.port": "0",
+        "spark.port.maxRetries": "64",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.default.parallelism": str(shuffle_partitions),
+        "spark.local.dir": str(scratch / "local"),
+        "spark.sql.warehouse.dir": str(scratch / "warehouse"),
+        "spark.sql.streaming.checkpointLocation": str(scratch / "checkpoints"),
+        "spark.driver.extraJavaOptions": java_options,
+        "spark.executor.extraJavaOptions": java_options,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.executorEnv.PYTHONHASHSEED": "0",
+    }
 
 
 def _use_compiled_pyspark(scratch: Path) -> None:

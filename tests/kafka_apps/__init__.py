@@ -1,0 +1,1 @@
+"""Kafka client programs written as third-party code is, which the tests run under the doubles."""

@@ -168,11 +168,59 @@ def generate_history(
     """
     plan = Plan() if plan is None else plan
     if run_id is None:
-        folder = os.path.basename(os.path.dirname(os.path.abspath(os.fspath(path))))
-        run_id = (
-            urllib.parse.unquote(folder.partition("=")[2]) if folder.startswith("run_id=") else ""
-        )
-        run_id = run_id or "generated"
+        run_id = _run_id_of(path)
+    block, blocks = _checked_blocks(plan, records, partitions, keys, ordered, block, row_group_size)
+    pa, pq = _pyarrow("generating histories needs")
+    names = [f"p{j}" for j in range(partitions)]
+    header = _header(run_id, names, ordered=ordered, block=block, keys=keys, records=records)
+    schema = history_arrow_schema().with_metadata(
+        {PARQUET_METADATA_KEY: json.dumps(header, separators=(",", ":")).encode()}
+    )
+    layout = _Layout(
+        pa=pa,
+        pc=importlib.import_module("pyarrow.compute"),
+        out=_Writer(pa, schema),
+        records=records,
+        partitions=partitions,
+        keys=keys,
+        block=block,
+        plan=plan,
+        placement=_place(plan, blocks=blocks, block=block, partitions=partitions),
+        names=names,
+    )
+    target = os.fspath(path)
+    _write_replacing(pq, target, schema, _tables(layout), row_group_size=row_group_size)
+    return _answer(
+        target,
+        run_id,
+        layout.out.next_index,
+        records,
+        partitions,
+        keys,
+        plan,
+        layout.placement,
+    )
+
+
+def _run_id_of(path: str | os.PathLike[str]) -> str:
+    """``<id>`` when ``path`` sits in a ``run_id=<id>`` directory, else ``"generated"``."""
+    folder = os.path.basename(os.path.dirname(os.path.abspath(os.fspath(path))))
+    run_id = urllib.parse.unquote(folder.partition("=")[2]) if folder.startswith("run_id=") else ""
+    return run_id or "generated"
+
+
+def _checked_blocks(
+    plan: Plan,
+    records: int,
+    partitions: int,
+    keys: int,
+    ordered: bool,
+    block: int | None,
+    row_group_size: int,
+) -> tuple[int, int]:
+    """``(block, blocks)``: the records per partition between two commits and the number of
+    blocks, once every argument of :func:`generate_history` is checked (:class:`ConfigError`
+    names the first bad one)."""
     if not isinstance(plan, Plan):
         raise ConfigError(f"plan must be a Plan, got {plan!r}")
     for name, value, low in (
@@ -204,10 +252,14 @@ def generate_history(
             f"blocks of {block} records per partition over {partitions} partitions: need "
             f"at least {per_block * (plan.in_blocks + 2)} (or a smaller block)"
         )
-    pa, pq = _pyarrow("generating histories needs")
-    placement = _place(plan, blocks=blocks, block=block, partitions=partitions)
-    names = [f"p{j}" for j in range(partitions)]
-    header = {
+    return block, blocks
+
+
+def _header(
+    run_id: str, names: list[str], *, ordered: bool, block: int, keys: int, records: int
+) -> dict[str, Any]:
+    """The history header (stored in the Parquet metadata) of a generated history."""
+    return {
         "version": SCHEMA_VERSION,
         "run_id": run_id,
         "partitions": names,
@@ -222,18 +274,18 @@ def generate_history(
             "records": records,
         },
     }
-    schema = history_arrow_schema().with_metadata(
-        {PARQUET_METADATA_KEY: json.dumps(header, separators=(",", ":")).encode()}
-    )
-    writer_state = _Writer(pa, schema)
-    target = os.fspath(path)
+
+
+def _write_replacing(
+    pq: Any, target: str, schema: Any, tables: Iterator[Any], *, row_group_size: int
+) -> None:
+    """Write ``tables`` to a temporary file beside ``target`` (making missing parent
+    directories), then put it in ``target``'s place; nothing is left behind on an error."""
     os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
     tmp = os.path.join(os.path.dirname(target) or ".", f".{os.path.basename(target)}.tmp")
     writer = pq.ParquetWriter(tmp, schema, **PARQUET_WRITER_OPTIONS)
     try:
-        for table in _tables(
-            pa, writer_state, records, partitions, keys, block, plan, placement, names
-        ):
+        for table in tables:
             writer.write_table(table, row_group_size=row_group_size)
     except BaseException:
         writer.close()
@@ -241,16 +293,6 @@ def generate_history(
         raise
     writer.close()
     os.replace(tmp, target)
-    return _answer(
-        target,
-        run_id,
-        writer_state.next_index,
-        records,
-        partitions,
-        keys,
-        plan,
-        placement,
-    )
 
 
 def _place(plan: Plan, *, blocks: int, block: int, partitions: int) -> _Placement:
@@ -309,104 +351,139 @@ def _remainder(pc: Any, values: Any, divisor: int) -> Any:
     return pc.subtract(values, pc.multiply(pc.divide(values, divisor), divisor))
 
 
-def _tables(
-    pa: Any,
-    out: _Writer,
-    records: int,
-    partitions: int,
-    keys: int,
-    block: int,
-    plan: Plan,
-    placement: _Placement,
-    names: list[str],
-) -> Iterator[Any]:
-    pc = importlib.import_module("pyarrow.compute")
-    name_array = pa.array(names, pa.string())
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """What the tables of one generated history are built from."""
 
-    def ids(start: int, stop: int) -> tuple[Any, Any, Any, Any, Any]:
+    pa: Any
+    pc: Any
+    out: _Writer
+    records: int
+    partitions: int
+    keys: int
+    block: int
+    plan: Plan
+    placement: _Placement
+    names: list[str]
+
+    @property
+    def name_array(self) -> Any:
+        """The partition names as an Arrow array."""
+        return self.pa.array(self.names, self.pa.string())
+
+    def ids(self, start: int, stop: int) -> tuple[Any, Any, Any, Any, Any]:
         """record index, partition name, offset, record id and key of records start..stop."""
+        pa, pc, partitions = self.pa, self.pc, self.partitions
         index = pa.array(range(start, stop), pa.int64())
         partition_no = (
             _remainder(pc, index, partitions) if partitions > 1 else pc.multiply(index, 0)
         )
         offset = pc.divide(index, partitions) if partitions > 1 else index
-        partition = pc.take(name_array, partition_no)
+        partition = pc.take(self.name_array, partition_no)
         record_id = pc.binary_join_element_wise(partition, pc.cast(offset, pa.string()), "/")
-        key_no = _remainder(pc, index, keys) if keys > 1 else pc.multiply(index, 0)
+        key_no = _remainder(pc, index, self.keys) if self.keys > 1 else pc.multiply(index, 0)
         key = pc.binary_join_element_wise("k", pc.cast(key_no, pa.string()), "")
         return index, partition, offset, record_id, key
 
+    def spans(self) -> Iterator[tuple[int, int]]:
+        """``(start, stop)`` of the records of each block, in order."""
+        per_block = self.partitions * self.block
+        for start in range(0, self.records, per_block):
+            yield start, min(self.records, start + per_block)
+
+
+def _tables(layout: _Layout) -> Iterator[Any]:
+    """The history's events as Arrow tables, in order (see the module docstring)."""
+    out = layout.out
     yield out.table(1, {"kind": "start", "process": 1})
-    yield out.table(partitions, {"kind": "fetch", "process": 1, "partition": name_array})
-
-    per_block = partitions * block
-    for number, start in enumerate(range(0, records, per_block)):
-        stop = min(records, start + per_block)
-        count = stop - start
-        index, partition, offset, record_id, key = ids(start, stop)
-        common = {"partition": partition, "offset": offset, "record_id": record_id}
-        yield out.table(count, {"kind": "append", **common, "key": key, "value": 1})
-        yield out.table(count, {"kind": "ack", **common})
-        planted = placement.by_block.get(number)
-        reads = {"kind": "read", "process": 1, **common}
-        if planted is not None and planted[0] is AnomalyKind.SKIP:
-            keep = pc.not_equal(index, planted[1])
-            reads = {
-                name: pc.filter(value, keep) if name in common else value
-                for name, value in reads.items()
-            }
-            yield out.table(count - 1, reads)
-        else:
-            yield out.table(count, reads)
-        aborted = planted is not None and planted[0] is AnomalyKind.ABORTED_READ
-        if aborted:  # the planted record's output is emitted in a transaction that aborts
-            yield out.table(1, {"kind": "txn-begin", "process": 1, "txn": number})
-        emits = {
-            "kind": "emit",
-            "process": 1,
-            "sink": "out",
-            "output_id": index,
-            "record_id": record_id,
-            "part": 0,
-            "parts": 1,
-        }
-        if aborted:
-            assert planted is not None
-            emits["txn"] = pc.if_else(
-                pc.equal(index, planted[1]),
-                pa.scalar(number, pa.int64()),
-                pa.scalar(None, pa.int64()),
-            )
-        yield out.table(count, emits)
-        if aborted:
-            yield out.table(1, {"kind": "txn-abort", "process": 1, "txn": number})
-        # the next offset of each partition after this block
-        commits = [(j, -(-(stop - j) // partitions)) for j in range(partitions) if start + j < stop]
-        yield out.table(
-            len(commits),
-            {
-                "kind": "commit",
-                "process": 1,
-                "partition": pa.array([names[j] for j, _ in commits], pa.string()),
-                "offset": pa.array([c for _, c in commits], pa.int64()),
-            },
-        )
-        if planted is not None and planted[0] in (
-            AnomalyKind.OFFSET_AHEAD,
-            AnomalyKind.OFFSET_REGRESSION,
-        ):
-            j = planted[1] % partitions
-            committed = dict(commits)[j]
-            bad = committed + 2 if planted[0] is AnomalyKind.OFFSET_AHEAD else committed - 1
-            yield out.table(
-                1, {"kind": "commit", "process": 1, "partition": names[j], "offset": bad}
-            )
-
+    yield out.table(
+        layout.partitions, {"kind": "fetch", "process": 1, "partition": layout.name_array}
+    )
+    for number, (start, stop) in enumerate(layout.spans()):
+        yield from _block(layout, number, start, stop)
     yield out.table(1, {"kind": "drain"})
-    lost = set(placement.records.get(AnomalyKind.LOST, ()))
-    swapped = set(placement.records.get(AnomalyKind.NONMONOTONIC, ()))
-    for start in range(0, records, per_block):
-        stop = min(records, start + per_block)
+    yield from _observed_outputs(layout)
+    yield _observed_counts(layout)
+    yield out.table(1, {"kind": "end", "detail": "complete"})
+
+
+def _block(layout: _Layout, number: int, start: int, stop: int) -> Iterator[Any]:
+    """One block's appends, acks, reads, emits and commits, with its planted anomaly."""
+    pa, pc, out = layout.pa, layout.pc, layout.out
+    count = stop - start
+    index, partition, offset, record_id, key = layout.ids(start, stop)
+    common = {"partition": partition, "offset": offset, "record_id": record_id}
+    yield out.table(count, {"kind": "append", **common, "key": key, "value": 1})
+    yield out.table(count, {"kind": "ack", **common})
+    planted = layout.placement.by_block.get(number)
+    reads = {"kind": "read", "process": 1, **common}
+    if planted is not None and planted[0] is AnomalyKind.SKIP:
+        keep = pc.not_equal(index, planted[1])
+        reads = {
+            name: pc.filter(value, keep) if name in common else value
+            for name, value in reads.items()
+        }
+        yield out.table(count - 1, reads)
+    else:
+        yield out.table(count, reads)
+    aborted = planted is not None and planted[0] is AnomalyKind.ABORTED_READ
+    if aborted:  # the planted record's output is emitted in a transaction that aborts
+        yield out.table(1, {"kind": "txn-begin", "process": 1, "txn": number})
+    emits = {
+        "kind": "emit",
+        "process": 1,
+        "sink": "out",
+        "output_id": index,
+        "record_id": record_id,
+        "part": 0,
+        "parts": 1,
+    }
+    if aborted:
+        assert planted is not None
+        emits["txn"] = pc.if_else(
+            pc.equal(index, planted[1]),
+            pa.scalar(number, pa.int64()),
+            pa.scalar(None, pa.int64()),
+        )
+    yield out.table(count, emits)
+    if aborted:
+        yield out.table(1, {"kind": "txn-abort", "process": 1, "txn": number})
+    yield from _commits(layout, planted, start, stop)
+
+
+def _commits(
+    layout: _Layout, planted: tuple[AnomalyKind, int] | None, start: int, stop: int
+) -> Iterator[Any]:
+    """A block's commits (the next offset of each partition after it), then the bad commit
+    of a planted offset-ahead or offset-regression."""
+    pa, out, names, partitions = layout.pa, layout.out, layout.names, layout.partitions
+    commits = [(j, -(-(stop - j) // partitions)) for j in range(partitions) if start + j < stop]
+    yield out.table(
+        len(commits),
+        {
+            "kind": "commit",
+            "process": 1,
+            "partition": pa.array([names[j] for j, _ in commits], pa.string()),
+            "offset": pa.array([c for _, c in commits], pa.int64()),
+        },
+    )
+    if planted is not None and planted[0] in (
+        AnomalyKind.OFFSET_AHEAD,
+        AnomalyKind.OFFSET_REGRESSION,
+    ):
+        j = planted[1] % partitions
+        committed = dict(commits)[j]
+        bad = committed + 2 if planted[0] is AnomalyKind.OFFSET_AHEAD else committed - 1
+        yield out.table(1, {"kind": "commit", "process": 1, "partition": names[j], "offset": bad})
+
+
+def _observed_outputs(layout: _Layout) -> Iterator[Any]:
+    """The log sink's observations: every output in record order but the lost ones, with
+    the planted swaps, then the planted duplicates and the outputs of no record."""
+    pa, pc, out, partitions = layout.pa, layout.pc, layout.out, layout.partitions
+    lost = set(layout.placement.records.get(AnomalyKind.LOST, ()))
+    swapped = set(layout.placement.records.get(AnomalyKind.NONMONOTONIC, ()))
+    for start, stop in layout.spans():
         order = list(range(start, stop))
         for first in swapped:
             if start <= first < stop:
@@ -415,45 +492,37 @@ def _tables(
         order = [i for i in order if i not in lost]
         index = pa.array(order, pa.int64())
         offset = pc.divide(index, partitions)
-        partition = pc.take(name_array, _remainder(pc, index, partitions))
+        partition = pc.take(layout.name_array, _remainder(pc, index, partitions))
         record_id = pc.binary_join_element_wise(partition, pc.cast(offset, pa.string()), "/")
-        yield out.table(
-            len(order),
-            {
-                "kind": "observe",
-                "sink": "out",
-                "output_id": index,
-                "record_id": record_id,
-                "part": 0,
-            },
-        )
-    for i in placement.records.get(AnomalyKind.DUPLICATE, ()):
-        yield out.table(
-            1,
-            {
-                "kind": "observe",
-                "sink": "out",
-                "output_id": i,
-                "record_id": f"p{i % partitions}/{i // partitions}",
-                "part": 0,
-            },
-        )
-    for j in range(plan.unexpected):
-        yield out.table(
-            1,
-            {
-                "kind": "observe",
-                "sink": "out",
-                "output_id": records + j,
-                "record_id": f"ghost/{j}",
-                "part": 0,
-            },
-        )
+        yield _observed(out, len(order), index, record_id)
+    for i in layout.placement.records.get(AnomalyKind.DUPLICATE, ()):
+        yield _observed(out, 1, i, f"p{i % partitions}/{i // partitions}")
+    for j in range(layout.plan.unexpected):
+        yield _observed(out, 1, layout.records + j, f"ghost/{j}")
+
+
+def _observed(out: _Writer, length: int, output_id: Any, record_id: Any) -> Any:
+    """``length`` observations of outputs of the log sink ``out``."""
+    return out.table(
+        length,
+        {
+            "kind": "observe",
+            "sink": "out",
+            "output_id": output_id,
+            "record_id": record_id,
+            "part": 0,
+        },
+    )
+
+
+def _observed_counts(layout: _Layout) -> Any:
+    """The table sink's observation: each present key's count, planted ones off by one."""
+    pa, records, keys = layout.pa, layout.records, layout.keys
     truth = [records // keys + (1 if k < records % keys else 0) for k in range(keys)]
-    for position, k in enumerate(_miscounted_keys(plan, keys)):
+    for position, k in enumerate(_miscounted_keys(layout.plan, keys)):
         truth[k] += 1 if position % 2 == 0 else -1
     present = [k for k in range(keys) if k < records]
-    yield out.table(
+    return layout.out.table(
         len(present),
         {
             "kind": "observe",
@@ -462,7 +531,6 @@ def _tables(
             "value": pa.array([truth[k] for k in present], pa.int64()),
         },
     )
-    yield out.table(1, {"kind": "end", "detail": "complete"})
 
 
 def _miscounted_keys(plan: Plan, keys: int) -> list[int]:
