@@ -227,19 +227,27 @@ class SinkSpec:
 
     ``ordered``: for log sinks, outputs derived from one input partition must appear in
     the partition's order (first occurrences). ``aggregate``: for table sinks, the value per key
-    that acknowledged input implies; ``None`` means the table is not checked.
+    that acknowledged input implies; ``None`` means the table is not checked. ``upsert``: for
+    log sinks, the sink keeps one output per output ``key``, the last one written (a table of
+    rows written with ``INSERT ... ON CONFLICT UPDATE``, a compacted topic read after
+    compaction): its ``observe`` events are the surviving outputs only. It is written to the
+    header only when true, so histories of other sinks read as before.
     """
 
     kind: SinkKind
     ordered: bool = False
     aggregate: Aggregate | None = None
+    upsert: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "kind": self.kind.value,
             "ordered": self.ordered,
             "aggregate": None if self.aggregate is None else self.aggregate.value,
         }
+        if self.upsert:
+            data["upsert"] = True
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SinkSpec:
@@ -248,6 +256,7 @@ class SinkSpec:
             kind=SinkKind(data["kind"]),
             ordered=bool(data.get("ordered", False)),
             aggregate=None if aggregate is None else Aggregate(aggregate),
+            upsert=bool(data.get("upsert", False)),
         )
 
 

@@ -76,7 +76,7 @@ _KINDS: Final = {kind.value: kind for kind in EventKind}
 _KIND_NAMES: Final = ", ".join(kind.value for kind in EventKind)
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _HEADER_KEYS: Final = ("version", "run_id", "partitions", "sinks", "extra")
-_SINK_KEYS: Final = ("kind", "ordered", "aggregate")
+_SINK_KEYS: Final = ("kind", "ordered", "aggregate", "upsert")
 _UPGRADE_HINT: Final = "pip install --upgrade stream-harness"
 _PARQUET_INSTALL: Final = "pip install 'stream-harness[parquet]'"
 _ROW_GROUP_ROWS: Final = 1_000_000
@@ -620,10 +620,17 @@ def _sink_from_json(obj: object, where: str) -> SinkSpec:
             f"{where}: 'aggregate' must be null or one of {', '.join(aggregates)}, "
             f"got {_describe(aggregate)}"
         )
+    upsert = obj.get("upsert", False)
+    if type(upsert) is not bool or (upsert and obj["kind"] != SinkKind.LOG.value):
+        raise CorruptData(
+            f"{where}: 'upsert' must be a boolean, true only for a log sink, got "
+            f"{_describe(upsert)}"
+        )
     return SinkSpec(
         kind=SinkKind(obj["kind"]),
         ordered=ordered,
         aggregate=None if aggregate is None else Aggregate(aggregate),
+        upsert=upsert,
     )
 
 

@@ -15,9 +15,23 @@ from harness.log.names import validate_log_name
 __all__ = ["Topology", "log_sink", "table_sink"]
 
 
-def log_sink(*, ordered: bool = False) -> SinkSpec:
-    """An output log; ``ordered=True`` also checks per-partition order of first outputs."""
-    return SinkSpec(SinkKind.LOG, ordered=ordered)
+def log_sink(*, ordered: bool = False, upsert: bool = False) -> SinkSpec:
+    """An output log; ``ordered=True`` also checks per-partition order of first outputs.
+
+    ``upsert=True`` keeps one output per output key, the last written (a keyed table of rows,
+    a compacted topic): what a reader finds after the drain, and so what the checker judges,
+    is the surviving outputs, so rewriting a row is harmless and two records writing one key
+    leave one of them ``lost``. Every output needs a key; an upsert sink has no order.
+    """
+    for name, flag in (("ordered", ordered), ("upsert", upsert)):
+        if type(flag) is not bool:
+            raise ConfigError(f"log_sink {name} must be True or False, got {flag!r}")
+    if ordered and upsert:
+        raise ConfigError(
+            "log_sink(ordered=True, upsert=True): an upsert sink keeps one row per key and "
+            "has no order to check; drop one of them"
+        )
+    return SinkSpec(SinkKind.LOG, ordered=ordered, upsert=upsert)
 
 
 def table_sink(aggregate: Aggregate | str | None = None) -> SinkSpec:
@@ -71,6 +85,13 @@ class Topology:
             if not isinstance(spec, SinkSpec):
                 raise ConfigError(
                     f"sink {name!r} must be a SinkSpec (log_sink() or table_sink()), got {spec!r}"
+                )
+            if spec.upsert is not False and (
+                spec.upsert is not True or spec.kind is not SinkKind.LOG or spec.ordered
+            ):
+                raise ConfigError(
+                    f"sink {name!r}: upsert=True applies to an unordered log sink only "
+                    f"(log_sink(upsert=True)), got {spec!r}"
                 )
             validate_log_name(f"out-{name}")
             if ":" in name:
@@ -131,8 +152,9 @@ class Topology:
         for name, spec in sinks.items():
             if (
                 not isinstance(spec, Mapping)
-                or not set(spec) <= {"kind", "ordered", "aggregate"}
+                or not set(spec) <= {"kind", "ordered", "aggregate", "upsert"}
                 or type(spec.get("ordered", False)) is not bool
+                or type(spec.get("upsert", False)) is not bool
             ):
                 raise ConfigError(
                     f"topology sink {shown(name)} must be an object such as {{'kind': 'log', "
