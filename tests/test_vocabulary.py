@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness import (
+    CounterexampleFound,
     Crash,
     Fault,
     Guarantee,
@@ -28,13 +30,27 @@ from harness import (
 )
 from harness.catalogue.pitfalls import PITFALLS, ROWS, ROWS_TWO_PARTITIONS
 from harness.errors import ConfigError, CorruptData
-from harness.history.events import EventKind, SinkKind, SinkSpec
+from harness.history.events import EventKind, Isolation, SinkKind, SinkSpec
 from harness.history.io import read_history, write_history
 from harness.sim.context import Context
+from harness.sim.simulator import Processor
 
 P = "in-0"
 COUNTS = Topology(sinks={"counts": table_sink("count")})
 EO = Guarantee.EXACTLY_ONCE
+
+
+def _holds(processor: Processor, guarantee: Guarantee, topology: Topology, **options: Any) -> None:
+    """A search of 300 schedules finds nothing (``explore`` raises if it does)."""
+    held = explore(
+        processor,
+        guarantee=guarantee,
+        topology=topology,
+        max_examples=300,
+        failures_dir=None,
+        **options,
+    )
+    assert held.examples == 300
 
 
 # -- increments --------------------------------------------------------------------------------
@@ -180,9 +196,73 @@ def test_the_upsert_flag_round_trips_through_topology_history_and_replay_json(
         read_history(path)
 
 
+# -- the isolation level of an output's reader ------------------------------------------------
+
+
+def one_transaction(ctx: Context) -> None:
+    ctx.claim()
+    for record in ctx.read(P, ctx.offsets.get(P)):
+        txn = ctx.transaction()
+        txn.emit("out", record)
+        txn.commit({P: record.next})
+
+
+@pytest.mark.parametrize(
+    ("isolation", "seen"), [("read_committed", []), ("read_uncommitted", ["aborted-read"])]
+)
+def test_a_reader_of_uncommitted_data_sees_an_aborted_transactions_output(
+    isolation: str, seen: list[str]
+) -> None:
+    # offsets.get, claim, read r0, begin, emit; the crash aborts the open transaction
+    schedule = Schedule([Produce(count=1), Run(calls=5), Crash()])
+    topology = Topology(sinks={"out": log_sink(isolation=isolation)}, offset_sync=True)
+    history, verdict = run_once(
+        one_transaction, schedule, Guarantee.AT_LEAST_ONCE, topology=topology
+    )
+    kinds = [e.kind for e in history.events]
+    assert EventKind.TXN_ABORT in kinds
+    assert [a.kind.value for a in verdict.anomalies] == seen
+    observed = [e.output_id for e in history.events if e.kind is EventKind.OBSERVE]
+    assert observed == ([0, 1] if seen else [1])
+
+
+def test_isolation_misuse_is_refused_and_the_level_round_trips(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="log_sink isolation must be one of read_committed"):
+        log_sink(isolation="serializable")
+    with pytest.raises(ConfigError, match="applies to a log sink only"):
+        Topology(sinks={"t": SinkSpec(SinkKind.TABLE, isolation=Isolation.READ_UNCOMMITTED)})
+    topology = PITFALLS["output_in_transactions"].topology
+    assert Topology.from_json(topology.to_json()) == topology
+    assert "isolation" not in json.dumps(Topology().to_json())
+    with pytest.raises(ConfigError, match="bad topology"):
+        Topology.from_json(
+            {**topology.to_json(), "sinks": {"out": {"kind": "log", "isolation": 1}}}
+        )
+    history, _ = run_once(one_transaction, Schedule([Produce()]), EO, topology=topology)
+    path = tmp_path / "txn.jsonl"
+    write_history(history, path)
+    assert read_history(path).meta.sinks["out"].isolation is Isolation.READ_UNCOMMITTED
+    header = json.loads(path.read_text().splitlines()[0])
+    header["history"]["sinks"]["out"]["isolation"] = "dirty"
+    path.write_text(json.dumps(header) + "\n")
+    with pytest.raises(CorruptData, match="'isolation' must be one of read_committed"):
+        read_history(path)
+
+
+def test_transactions_hold_for_a_read_committed_reader_of_the_same_output() -> None:
+    bug = PITFALLS["output_in_transactions"]
+    committed = Topology(sinks={"out": log_sink()}, offset_sync=True)
+    _holds(bug.processor, bug.guarantee, committed)
+
+
 # -- the pitfalls only these can catch ---------------------------------------------------------
 
-NEW_PITFALLS = ["increment_with_offset", "upsert_key_without_partition", "upsert_key_per_instance"]
+NEW_PITFALLS = [
+    "increment_with_offset",
+    "upsert_key_without_partition",
+    "upsert_key_per_instance",
+    "output_in_transactions",
+]
 
 
 @pytest.mark.parametrize("name", NEW_PITFALLS)
@@ -194,39 +274,32 @@ def test_the_new_pitfalls_are_catalogued_and_their_twins_hold(name: str) -> None
     assert not bug.correct and bug.twin is not None
     twin = PITFALLS[bug.twin]
     assert twin.correct and twin.topology == bug.topology
-    held = explore(
-        twin.processor,
-        guarantee=twin.guarantee,
-        topology=twin.topology,
-        max_examples=300,
-        failures_dir=None,
-    )
-    assert held.examples == 300
+    _holds(twin.processor, twin.guarantee, twin.topology)
+
+
+@pytest.mark.parametrize("name", NEW_PITFALLS)
+def test_the_new_pitfalls_fail_alike_on_both_backends(name: str) -> None:
+    bug = PITFALLS[name]
+    with pytest.raises(CounterexampleFound) as caught:
+        explore(bug.processor, guarantee=bug.guarantee, topology=bug.topology, failures_dir=None)
+    schedule = caught.value.failure.schedule
+    runs = [
+        run_once(bug.processor, schedule, bug.guarantee, topology=bug.topology, backend=backend)
+        for backend in ("memory", "leveldb")
+    ]
+    (memory, on_memory), (leveldb, on_leveldb) = runs
+    assert on_memory.to_json() == on_leveldb.to_json()
+    assert memory.events == leveldb.events
 
 
 def test_the_increment_bug_needs_the_lost_ack_on_an_increment() -> None:
     bug = PITFALLS["increment_with_offset"]
     others = [fault for fault in Fault if fault is not Fault.LOSE_ACK]
-    held = explore(
-        bug.processor,
-        guarantee=bug.guarantee,
-        topology=bug.topology,
-        faults=others,
-        max_examples=300,
-        failures_dir=None,
-    )
-    assert held.examples == 300
+    _holds(bug.processor, bug.guarantee, bug.topology, faults=others)
 
 
 def test_the_partitionless_row_key_is_invisible_on_an_append_only_log() -> None:
     bug = PITFALLS["upsert_key_without_partition"]
     assert bug.topology == ROWS_TWO_PARTITIONS
     appended = Topology(partitions=2, sinks={"rows": log_sink()})
-    held = explore(
-        bug.processor,
-        guarantee=Guarantee.AT_LEAST_ONCE,
-        topology=appended,
-        max_examples=300,
-        failures_dir=None,
-    )
-    assert held.examples == 300
+    _holds(bug.processor, Guarantee.AT_LEAST_ONCE, appended)

@@ -7,11 +7,12 @@ offset taken from the wrong element, a resume from another partition's offset or
 last output of the wrong sink, a count and its offset in two transactions, deduplication
 that forgets redeliveries after the start, a resume *at* the processed position under
 exactly-once, asynchronous completions committed by the last one to finish, an idle-time
-commit ahead of unflushed output, counts whose offset only a timer stores; and three that
+commit ahead of unflushed output, counts whose offset only a timer stores; and four that
 need the world's richer vocabulary: a count *incremented* with its offset, which a retry
-after a lost acknowledgement counts twice, and rows written to an *upsert* sink under a key
+after a lost acknowledgement counts twice, rows written to an *upsert* sink under a key
 that is not the record's identity (the offset without its partition, or a key that moves
-after a restart). None of them names the fault its bug needs to the search; ``needs`` only
+after a restart), and transactions relied on while the output's reader reads uncommitted
+data. None of them names the fault its bug needs to the search; ``needs`` only
 documents it.
 ``PITFALLS`` lists them as catalogue :class:`~harness.catalogue.subject.Subject` s.
 """
@@ -38,6 +39,7 @@ __all__ = [
     "ROWS_TWO_PARTITIONS",
     "TWO_PARTITIONS",
     "TWO_SINKS",
+    "UNCOMMITTED_READER",
 ]
 
 P = "in-0"
@@ -50,6 +52,11 @@ TWO_SINKS = Topology(sinks={"even": log_sink(), "odd": log_sink()})
 ROWS = Topology(sinks={"rows": log_sink(upsert=True)})
 """An upsert sink: one row per key, the last written."""
 ROWS_TWO_PARTITIONS = Topology(partitions=2, sinks={"rows": log_sink(upsert=True)})
+UNCOMMITTED_READER = Topology(
+    sinks={"out": log_sink(isolation="read_uncommitted")}, offset_sync=True
+)
+"""An output whose downstream reader reads uncommitted data (Kafka consumers' default), next
+to a store whose writes are synced (a transactional store's commits are durable)."""
 
 
 # -- 1. the offset is stored before the output's flush ---------------------------------------
@@ -441,6 +448,28 @@ def upsert_key_of_record(ctx: Context) -> None:
     _upsert_rows(ctx, lambda _, record: record.record_id)
 
 
+# -- 15. transactions relied on by a reader that reads uncommitted data ------------------------
+
+
+def output_in_transactions(ctx: Context) -> None:
+    """Bug (exactly-once, the output read with ``read_uncommitted``): each record's output
+    and offset commit in one fenced transaction, which is exactly-once for a
+    ``read_committed`` reader; but this sink's reader sees outputs as they are written, so a
+    crash between the emit and the commit leaves it an output of an aborted transaction,
+    and the redone record a second one."""
+    ctx.claim()
+    for record in _to_count(ctx):
+        txn = ctx.transaction()
+        txn.emit("out", record)
+        txn.commit({P: record.next})
+
+
+def output_deduplicated(ctx: Context) -> None:
+    """Correct: no transaction to abort; an idempotent producer, and on start a resume after
+    the source of the last output, so each output is written once, whoever reads it."""
+    skip_done_outputs(ctx, idempotent=True)
+
+
 # -- the catalogue ----------------------------------------------------------------------------
 
 _A = AnomalyKind
@@ -553,6 +582,14 @@ PITFALLS: Mapping[str, Subject] = {
             {_A.DUPLICATE},
             {Fault.CRASH},
             ROWS,
+        ),
+        _pair(
+            output_in_transactions,
+            output_deduplicated,
+            _EO,
+            {_A.ABORTED_READ},
+            {Fault.CRASH},
+            UNCOMMITTED_READER,
         ),
     )
     for subject in pair
