@@ -7,14 +7,19 @@ offset taken from the wrong element, a resume from another partition's offset or
 last output of the wrong sink, a count and its offset in two transactions, deduplication
 that forgets redeliveries after the start, a resume *at* the processed position under
 exactly-once, asynchronous completions committed by the last one to finish, an idle-time
-commit ahead of unflushed output, counts whose offset only a timer stores. None of them
-names the fault its bug needs to the search; ``needs`` only documents it.
+commit ahead of unflushed output, counts whose offset only a timer stores; and four that
+need the world's richer vocabulary: a count *incremented* with its offset, which a retry
+after a lost acknowledgement counts twice, rows written to an *upsert* sink under a key
+that is not the record's identity (the offset without its partition, or a key that moves
+after a restart), and transactions relied on while the output's reader reads uncommitted
+data. None of them names the fault its bug needs to the search; ``needs`` only
+documents it.
 ``PITFALLS`` lists them as catalogue :class:`~harness.catalogue.subject.Subject` s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from harness.catalogue.subject import Subject
 from harness.catalogue.toys import skip_done_outputs
@@ -26,7 +31,16 @@ from harness.sim.records import Delivery
 from harness.sim.simulator import Processor
 from harness.sim.topology import Topology, log_sink, table_sink
 
-__all__ = ["COUNTS", "DURABLE_COUNTS", "PITFALLS", "TWO_PARTITIONS", "TWO_SINKS"]
+__all__ = [
+    "COUNTS",
+    "DURABLE_COUNTS",
+    "PITFALLS",
+    "ROWS",
+    "ROWS_TWO_PARTITIONS",
+    "TWO_PARTITIONS",
+    "TWO_SINKS",
+    "UNCOMMITTED_READER",
+]
 
 P = "in-0"
 BATCH = 3
@@ -35,6 +49,14 @@ DURABLE_COUNTS = Topology(sinks={"counts": table_sink("count")}, offset_sync=Tru
 """Counts in a store whose writes are synced (a transactional store's commits are durable)."""
 TWO_PARTITIONS = Topology(partitions=2)
 TWO_SINKS = Topology(sinks={"even": log_sink(), "odd": log_sink()})
+ROWS = Topology(sinks={"rows": log_sink(upsert=True)})
+"""An upsert sink: one row per key, the last written."""
+ROWS_TWO_PARTITIONS = Topology(partitions=2, sinks={"rows": log_sink(upsert=True)})
+UNCOMMITTED_READER = Topology(
+    sinks={"out": log_sink(isolation="read_uncommitted")}, offset_sync=True
+)
+"""An output whose downstream reader reads uncommitted data (Kafka consumers' default), next
+to a store whose writes are synced (a transactional store's commits are durable)."""
 
 
 # -- 1. the offset is stored before the output's flush ---------------------------------------
@@ -230,14 +252,20 @@ def dedup_tracks_last_output(ctx: Context) -> None:
 # -- 8. resume *at* the processed position under exactly-once ---------------------------------
 
 
-def _store_position(ctx: Context, *, after: bool) -> None:
+def _to_count(ctx: Context) -> Iterator[Delivery]:
+    """Claims ownership, then yields each record from the stored offset on, once (skipping
+    the redeliveries of this session): the loop of a fenced exactly-once counter."""
     ctx.claim()
-    table = ctx.table("counts")
     counted = -1
     for record in ctx.read(P, ctx.offsets.get(P)):
-        if record.offset <= counted:
-            continue  # a redelivery within this session
-        counted = record.offset
+        if record.offset > counted:
+            counted = record.offset
+            yield record
+
+
+def _store_position(ctx: Context, *, after: bool) -> None:
+    table = ctx.table("counts")
+    for record in _to_count(ctx):
         count = (table.get(record.key) or 0) + 1
         position = record.next if after else record.dlsn
         ctx.offsets.commit({P: position}, tables={"counts": {record.key: count}}, fenced=True)
@@ -353,6 +381,95 @@ def counts_and_offset_by_timer(ctx: Context) -> None:
     _timer_offsets(ctx, atomic=True)
 
 
+# -- 12. a count incremented in the store, retried after a lost acknowledgement ---------------
+
+
+def _count_in_store(ctx: Context, *, increment: bool) -> None:
+    counts = ctx.table("counts")
+    for record in _to_count(ctx):
+        if increment:
+            added = {"counts": {record.key: 1}}
+            ctx.offsets.commit({P: record.next}, increments=added, fenced=True)
+        else:
+            count = {"counts": {record.key: (counts.get(record.key) or 0) + 1}}
+            ctx.offsets.commit({P: record.next}, tables=count, fenced=True)
+
+
+def increment_with_offset(ctx: Context) -> None:
+    """Bug (exactly-once counts): each record's count is an increment (``SET n = n + 1``)
+    committed atomically with its offset and fenced, so crashes and zombies cannot double
+    it; but an increment is not idempotent: when the commit's acknowledgement is lost, the
+    client sends the commit again and the record is counted twice."""
+    _count_in_store(ctx, increment=True)
+
+
+def count_value_with_offset(ctx: Context) -> None:
+    """Correct: reads the count and commits the new *value* with the offset: a commit sent
+    again after a lost acknowledgement writes the same value."""
+    _count_in_store(ctx, increment=False)
+
+
+# -- 13. and 14. rows upserted under a key that is not the record's identity ------------------
+
+
+def _upsert_rows(ctx: Context, row: Callable[[Context, Delivery], str]) -> None:
+    """At-least-once processing into an upsert sink: a row per record, flushed, then the
+    offset; a redone record rewrites its row, so the sink holds each record once."""
+    ctx.claim()
+    out = ctx.output("rows")
+    for record in ctx.read_all({p: ctx.offsets.get(p) for p in ctx.partitions}):
+        out.emit(record, key=row(ctx, record))
+        out.commit()
+        ctx.offsets.commit({record.partition: record.next}, fenced=True)
+
+
+def upsert_key_without_partition(ctx: Context) -> None:
+    """Bug (exactly-once, two partitions): rows are keyed by the record's offset alone, so
+    the records at one offset of two partitions write the same row and one of them is
+    overwritten (lost). On an append-only log the key is harmless; on an upsert sink it is
+    the record's identity."""
+    _upsert_rows(ctx, lambda _, record: str(record.offset))
+
+
+def upsert_key_with_partition(ctx: Context) -> None:
+    """Correct: rows are keyed by (partition, offset), one row per input record."""
+    _upsert_rows(ctx, lambda _, record: f"{record.partition}/{record.offset}")
+
+
+def upsert_key_per_instance(ctx: Context) -> None:
+    """Bug (exactly-once): the row key (an idempotency key) is made of the instance's own
+    number and the offset, so it moves after a restart: a record redone after a crash
+    between its row's flush and its offset writes a second row."""
+    _upsert_rows(ctx, lambda c, record: f"{c.instance}/{record.partition}/{record.offset}")
+
+
+def upsert_key_of_record(ctx: Context) -> None:
+    """Correct: the row key is the record's own id, the same after any restart."""
+    _upsert_rows(ctx, lambda _, record: record.record_id)
+
+
+# -- 15. transactions relied on by a reader that reads uncommitted data ------------------------
+
+
+def output_in_transactions(ctx: Context) -> None:
+    """Bug (exactly-once, the output read with ``read_uncommitted``): each record's output
+    and offset commit in one fenced transaction, which is exactly-once for a
+    ``read_committed`` reader; but this sink's reader sees outputs as they are written, so a
+    crash between the emit and the commit leaves it an output of an aborted transaction,
+    and the redone record a second one."""
+    ctx.claim()
+    for record in _to_count(ctx):
+        txn = ctx.transaction()
+        txn.emit("out", record)
+        txn.commit({P: record.next})
+
+
+def output_deduplicated(ctx: Context) -> None:
+    """Correct: no transaction to abort; an idempotent producer, and on start a resume after
+    the source of the last output, so each output is written once, whoever reads it."""
+    skip_done_outputs(ctx, idempotent=True)
+
+
 # -- the catalogue ----------------------------------------------------------------------------
 
 _A = AnomalyKind
@@ -441,6 +558,38 @@ PITFALLS: Mapping[str, Subject] = {
             {_A.COUNT_MISMATCH},
             {Fault.CRASH},
             COUNTS,
+        ),
+        _pair(
+            increment_with_offset,
+            count_value_with_offset,
+            _EO,
+            {_A.COUNT_MISMATCH},
+            {Fault.LOSE_ACK},
+            COUNTS,
+        ),
+        _pair(
+            upsert_key_without_partition,
+            upsert_key_with_partition,
+            _EO,
+            {_A.LOST},
+            (),
+            ROWS_TWO_PARTITIONS,
+        ),
+        _pair(
+            upsert_key_per_instance,
+            upsert_key_of_record,
+            _EO,
+            {_A.DUPLICATE},
+            {Fault.CRASH},
+            ROWS,
+        ),
+        _pair(
+            output_in_transactions,
+            output_deduplicated,
+            _EO,
+            {_A.ABORTED_READ},
+            {Fault.CRASH},
+            UNCOMMITTED_READER,
         ),
     )
     for subject in pair

@@ -9,6 +9,7 @@ from harness.history.events import (
     EventKind,
     History,
     HistoryMeta,
+    Isolation,
     SinkKind,
     SinkSpec,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "EventKind",
     "History",
     "HistoryMeta",
+    "Isolation",
     "SinkKind",
     "SinkSpec",
     "dumps_jsonl",

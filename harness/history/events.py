@@ -42,6 +42,7 @@ __all__ = [
     "SinkKind",
     "SinkSpec",
     "Aggregate",
+    "Isolation",
 ]
 
 SCHEMA_VERSION: Final = 1
@@ -221,25 +222,50 @@ class Aggregate(str, enum.Enum):
     SUM = "sum"
 
 
+class Isolation(str, enum.Enum):
+    """How the downstream reader of a log sink reads transactional outputs (Kafka's
+    ``isolation.level``)."""
+
+    READ_COMMITTED = "read_committed"
+    """Outputs of a transaction are seen once it commits, never if it aborts."""
+    READ_UNCOMMITTED = "read_uncommitted"
+    """Outputs of a transaction are seen as soon as they are written, whatever becomes of
+    the transaction (Kafka consumers' default)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SinkSpec:
     """A sink declared by the processor's topology, as recorded in the history's header.
 
     ``ordered``: for log sinks, outputs derived from one input partition must appear in
     the partition's order (first occurrences). ``aggregate``: for table sinks, the value per key
-    that acknowledged input implies; ``None`` means the table is not checked.
+    that acknowledged input implies; ``None`` means the table is not checked. ``upsert``: for
+    log sinks, the sink keeps one output per output ``key``, the last one written (a table of
+    rows written with ``INSERT ... ON CONFLICT UPDATE``, a compacted topic read after
+    compaction): its ``observe`` events are the surviving outputs only. ``isolation``: for
+    log sinks, how its reader reads transactional outputs; with
+    :attr:`Isolation.READ_UNCOMMITTED` the outputs of a transaction that aborted are seen
+    too. ``upsert`` and ``isolation`` are written to the header only when they are not
+    their defaults, so histories of other sinks read as before.
     """
 
     kind: SinkKind
     ordered: bool = False
     aggregate: Aggregate | None = None
+    upsert: bool = False
+    isolation: Isolation = Isolation.READ_COMMITTED
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "kind": self.kind.value,
             "ordered": self.ordered,
             "aggregate": None if self.aggregate is None else self.aggregate.value,
         }
+        if self.upsert:
+            data["upsert"] = True
+        if self.isolation is not Isolation.READ_COMMITTED:
+            data["isolation"] = self.isolation.value
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SinkSpec:
@@ -248,6 +274,8 @@ class SinkSpec:
             kind=SinkKind(data["kind"]),
             ordered=bool(data.get("ordered", False)),
             aggregate=None if aggregate is None else Aggregate(aggregate),
+            upsert=bool(data.get("upsert", False)),
+            isolation=Isolation(data.get("isolation", Isolation.READ_COMMITTED.value)),
         )
 
 

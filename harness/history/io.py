@@ -41,6 +41,7 @@ from harness.history.events import (
     EventKind,
     History,
     HistoryMeta,
+    Isolation,
     SinkKind,
     SinkSpec,
 )
@@ -76,7 +77,7 @@ _KINDS: Final = {kind.value: kind for kind in EventKind}
 _KIND_NAMES: Final = ", ".join(kind.value for kind in EventKind)
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _HEADER_KEYS: Final = ("version", "run_id", "partitions", "sinks", "extra")
-_SINK_KEYS: Final = ("kind", "ordered", "aggregate")
+_SINK_KEYS: Final = ("kind", "ordered", "aggregate", "upsert", "isolation")
 _UPGRADE_HINT: Final = "pip install --upgrade stream-harness"
 _PARQUET_INSTALL: Final = "pip install 'stream-harness[parquet]'"
 _ROW_GROUP_ROWS: Final = 1_000_000
@@ -620,10 +621,27 @@ def _sink_from_json(obj: object, where: str) -> SinkSpec:
             f"{where}: 'aggregate' must be null or one of {', '.join(aggregates)}, "
             f"got {_describe(aggregate)}"
         )
+    upsert = obj.get("upsert", False)
+    if type(upsert) is not bool or (upsert and obj["kind"] != SinkKind.LOG.value):
+        raise CorruptData(
+            f"{where}: 'upsert' must be a boolean, true only for a log sink, got "
+            f"{_describe(upsert)}"
+        )
+    levels = [level.value for level in Isolation]
+    isolation = obj.get("isolation", Isolation.READ_COMMITTED.value)
+    if isolation not in levels or (
+        isolation != Isolation.READ_COMMITTED.value and obj["kind"] != SinkKind.LOG.value
+    ):
+        raise CorruptData(
+            f"{where}: 'isolation' must be one of {', '.join(levels)} (read_uncommitted only "
+            f"for a log sink), got {_describe(isolation)}"
+        )
     return SinkSpec(
         kind=SinkKind(obj["kind"]),
         ordered=ordered,
         aggregate=None if aggregate is None else Aggregate(aggregate),
+        upsert=upsert,
+        isolation=Isolation(isolation),
     )
 
 

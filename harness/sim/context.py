@@ -158,17 +158,28 @@ class Offsets:
         offsets: Mapping[str, DLSN] | None = None,
         *,
         tables: Mapping[str, Mapping[str, int]] | None = None,
+        increments: Mapping[str, Mapping[str, int]] | None = None,
         state: Mapping[str, bytes | None] | None = None,
         fenced: bool = False,
     ) -> None:
         """Write offsets, table entries and state in one atomic write.
 
+        ``tables`` sets table entries to values; ``increments`` adds to them (a missing entry
+        counts as 0), as a store's own atomic increment does (SQL's ``SET n = n + 1``, Redis
+        ``INCRBY``). An increment is not idempotent: when the write's acknowledgement is lost
+        (``LoseAck``) the client sends it again and it is applied twice. A retried write of
+        values changes nothing, so only a write with increments consults ``LoseAck``.
         ``fenced=True`` first checks that this instance still owns the world (it called
         :meth:`Context.claim` and nobody claimed after it), as Kafka's transactional producer
         epochs do; otherwise :class:`Fenced` is raised and nothing is written.
         """
-        self._ctx._enter("offsets.commit")
-        self._write(offsets, tables, state, fenced)
+        ctx = self._ctx
+        ctx._enter("offsets.commit")
+        retried = bool(self._entries(increments, "increments")) and ctx._sim.take_lost_ack(
+            ctx._inst
+        )
+        for _ in range(2 if retried else 1):
+            self._write(offsets, tables, state, fenced, increments)
 
     def _write(
         self,
@@ -176,6 +187,7 @@ class Offsets:
         tables: Mapping[str, Mapping[str, int]] | None,
         state: Mapping[str, bytes | None] | None,
         fenced: bool,
+        increments: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
         """The atomic write itself (not a fault point: a transaction's commit calls it)."""
         ctx = self._ctx
@@ -193,17 +205,18 @@ class Offsets:
             if type(dlsn) is not DLSN:
                 raise ConfigError(f"offset for {partition!r} must be a DLSN, got {dlsn!r}")
             positions[partition] = world.position(partition, dlsn)
-        raw: dict[str, bytes | None] = {}
-        puts = []
-        for table, entries in (tables or {}).items():
-            ctx._check_table(table)
-            for key, count in entries.items():
-                if type(count) is not int or type(key) is not str:
-                    raise ConfigError(
-                        f"table {table!r} entries must be str -> int, got {key!r}: {count!r}"
-                    )
-                raw[table_key(table, key)] = str(count).encode()
-                puts.append((table, key, count))
+        puts = self._entries(tables, "tables")
+        added = self._entries(increments, "increments")
+        both = sorted({(t, k) for t, k, _ in puts} & {(t, k) for t, k, _ in added})
+        if both:
+            raise ConfigError(
+                f"table {both[0][0]!r} key {both[0][1]!r} is both set (tables=) and "
+                "incremented (increments=) in one commit; do one or the other"
+            )
+        for table, key, delta in added:
+            raw_value = world.read_state(inst.machine, table_key(table, key))
+            puts.append((table, key, (0 if raw_value is None else int(raw_value)) + delta))
+        raw: dict[str, bytes | None] = {table_key(t, k): str(v).encode() for t, k, v in puts}
         for name, value in (state or NO_STATE).items():
             raw[f"state:{name}"] = value
         if not offsets and not raw:
@@ -221,9 +234,33 @@ class Offsets:
             world.table_keys[table].add(key)
             world.record(EventKind.PUT, process=inst.number, sink=table, key=key, value=count)
 
+    def _entries(
+        self, tables: Mapping[str, Mapping[str, int]] | None, argument: str
+    ) -> list[tuple[str, str, int]]:
+        """``(table, key, int)`` for every entry of ``tables``, each checked."""
+        if tables is not None and not isinstance(tables, Mapping):
+            raise ConfigError(
+                f"{argument}= must be a mapping of table -> {{key: int}}, got {tables!r}"
+            )
+        entries = []
+        for table, items in (tables or {}).items():
+            self._ctx._check_table(table)
+            if not isinstance(items, Mapping):
+                raise ConfigError(
+                    f"{argument}[{table!r}] must be a mapping of str -> int, got {items!r}"
+                )
+            for key, count in items.items():
+                if type(count) is not int or type(key) is not str:
+                    raise ConfigError(
+                        f"table {table!r} entries must be str -> int, got {key!r}: {count!r}"
+                    )
+                entries.append((table, key, count))
+        return entries
+
 
 class Table:
-    """A key -> int table sink (stored in the offset store's state, last write wins)."""
+    """A key -> int table sink (stored in the offset store's state): :meth:`put` sets a
+    value (last write wins), :meth:`add` increments one."""
 
     def __init__(self, ctx: Context, name: str) -> None:
         ctx._check_table(name)
@@ -242,6 +279,12 @@ class Table:
         retries = 2 if ctx._sim.take_lost_ack(ctx._inst) else 1
         for _ in range(retries):
             ctx.offsets.commit(tables={self.name: {key: value}})
+
+    def add(self, key: str, delta: int = 1) -> None:
+        """Add ``delta`` to the value under ``key`` (missing: 0) in one write, the store's own
+        atomic increment; a lost acknowledgement makes the client send it again, so it is
+        added twice (an increment is not idempotent, unlike :meth:`put`)."""
+        self._ctx.offsets.commit(increments={self.name: {key: delta}})
 
 
 class OutputLog:
@@ -311,6 +354,11 @@ class OutputLog:
             value = source.value if value is None else value
         else:
             record_id, dlsn = source, None
+        if key is None and world.topology.sinks[self.name].upsert:
+            raise ConfigError(
+                f"an output of upsert sink {self.name!r} needs a key (the row it writes), got "
+                f"none: emit({source!r}) with no key= and no Delivery to take it from"
+            )
         output_id = world.next_output_id
         world.next_output_id += 1
         payload = encode_output(output_id, record_id, part, parts, key, value, dlsn)

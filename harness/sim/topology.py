@@ -9,15 +9,44 @@ from typing import Any
 
 from harness._shown import shown
 from harness.errors import ConfigError
-from harness.history.events import Aggregate, SinkKind, SinkSpec
+from harness.history.events import Aggregate, Isolation, SinkKind, SinkSpec
 from harness.log.names import validate_log_name
 
 __all__ = ["Topology", "log_sink", "table_sink"]
 
 
-def log_sink(*, ordered: bool = False) -> SinkSpec:
-    """An output log; ``ordered=True`` also checks per-partition order of first outputs."""
-    return SinkSpec(SinkKind.LOG, ordered=ordered)
+def log_sink(
+    *,
+    ordered: bool = False,
+    upsert: bool = False,
+    isolation: Isolation | str = Isolation.READ_COMMITTED,
+) -> SinkSpec:
+    """An output log; ``ordered=True`` also checks per-partition order of first outputs.
+
+    ``upsert=True`` keeps one output per output key, the last written (a keyed table of rows,
+    a compacted topic): what a reader finds after the drain, and so what the checker judges,
+    is the surviving outputs, so rewriting a row is harmless and two records writing one key
+    leave one of them ``lost``. Every output needs a key; an upsert sink has no order.
+
+    ``isolation`` is how the sink's downstream reader reads transactional outputs:
+    ``"read_committed"`` sees a transaction's outputs once it commits; ``"read_uncommitted"``
+    (Kafka consumers' default) sees them as soon as they are written, so the outputs of a
+    transaction that then aborts are seen (``aborted-read``).
+    """
+    levels = [level.value for level in Isolation]
+    if isolation not in levels:
+        raise ConfigError(
+            f"log_sink isolation must be one of {', '.join(levels)}, got {shown(isolation)}"
+        )
+    for name, flag in (("ordered", ordered), ("upsert", upsert)):
+        if type(flag) is not bool:
+            raise ConfigError(f"log_sink {name} must be True or False, got {flag!r}")
+    if ordered and upsert:
+        raise ConfigError(
+            "log_sink(ordered=True, upsert=True): an upsert sink keeps one row per key and "
+            "has no order to check; drop one of them"
+        )
+    return SinkSpec(SinkKind.LOG, ordered=ordered, upsert=upsert, isolation=Isolation(isolation))
 
 
 def table_sink(aggregate: Aggregate | str | None = None) -> SinkSpec:
@@ -71,6 +100,20 @@ class Topology:
             if not isinstance(spec, SinkSpec):
                 raise ConfigError(
                     f"sink {name!r} must be a SinkSpec (log_sink() or table_sink()), got {spec!r}"
+                )
+            if spec.upsert is not False and (
+                spec.upsert is not True or spec.kind is not SinkKind.LOG or spec.ordered
+            ):
+                raise ConfigError(
+                    f"sink {name!r}: upsert=True applies to an unordered log sink only "
+                    f"(log_sink(upsert=True)), got {spec!r}"
+                )
+            if spec.isolation is not Isolation.READ_COMMITTED and (
+                spec.isolation is not Isolation.READ_UNCOMMITTED or spec.kind is not SinkKind.LOG
+            ):
+                raise ConfigError(
+                    f"sink {name!r}: isolation {shown(spec.isolation)} applies to a log sink "
+                    f"only (log_sink(isolation='read_uncommitted')), got {spec!r}"
                 )
             validate_log_name(f"out-{name}")
             if ":" in name:
@@ -131,8 +174,9 @@ class Topology:
         for name, spec in sinks.items():
             if (
                 not isinstance(spec, Mapping)
-                or not set(spec) <= {"kind", "ordered", "aggregate"}
+                or not set(spec) <= {"kind", "ordered", "aggregate", "upsert", "isolation"}
                 or type(spec.get("ordered", False)) is not bool
+                or type(spec.get("upsert", False)) is not bool
             ):
                 raise ConfigError(
                     f"topology sink {shown(name)} must be an object such as {{'kind': 'log', "

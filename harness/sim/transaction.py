@@ -1,7 +1,9 @@
 """Transactions: Kafka's read-process-write, where outputs, state and input offsets commit
 together (``Context.transaction``).
 
-A transaction buffers its emits in the output logs' writers and its table puts in memory;
+A transaction buffers its emits in the output logs' writers (a sink whose reader reads
+uncommitted data sees each emit at once, and keeps it if the transaction aborts) and its
+table puts in memory;
 ``commit`` makes all of them and the input offsets durable in one step (no fault point between
 them), so a crash either keeps all of a transaction or none of it. What a crash interrupts is
 recorded as ``txn-abort``: its buffered outputs go with the dead writer, as a transaction
@@ -16,7 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, final
 
 from harness.errors import ConfigError, Fenced
-from harness.history.events import EventKind
+from harness.history.events import EventKind, Isolation
 from harness.log.dlsn import DLSN
 
 if TYPE_CHECKING:
@@ -69,13 +71,18 @@ class Transaction:
         parts: int = 1,
     ) -> int:
         """Write one output to log sink ``sink`` as part of this transaction (see
-        :meth:`OutputLog.emit`); it becomes visible only when the transaction commits."""
+        :meth:`OutputLog.emit`); a ``read_committed`` reader of the sink sees it only when
+        the transaction commits, a ``read_uncommitted`` one at once (it reaches the log now,
+        and stays there if the transaction aborts)."""
         self._check_open()
         ctx = self._ctx
         out = ctx.output(sink)
         ctx._enter("transaction.emit")
         self._outputs[sink] = out
-        return out._emit(source, key, value, part, parts, self.id)
+        output_id = out._emit(source, key, value, part, parts, self.id)
+        if ctx._sim.world.topology.sinks[sink].isolation is Isolation.READ_UNCOMMITTED:
+            out._flush(retry=False)
+        return output_id
 
     def get(self, table: str, key: str) -> int | None:
         """``key`` of table sink ``table`` as this transaction sees it (its own puts first)."""

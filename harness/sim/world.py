@@ -326,19 +326,25 @@ class World:
         for sink in self.topology.log_sinks():
             log = f"out-{sink}"
             with self.logs[log].open_reader(DLSN.INITIAL) as reader:
+                items = []
                 while (item := reader.read_next()) is not None:
-                    out = decode_output(item.payload, f"output log {log!r}")
-                    record(
-                        EventKind.OBSERVE,
-                        sink=sink,
-                        output_id=out.output_id,
-                        record_id=out.record_id,
-                        part=out.part,
-                        parts=out.parts,
-                        key=out.key,
-                        value=out.value,
-                        dlsn=item.dlsn.serialize(),
-                    )
+                    items.append((item.dlsn, decode_output(item.payload, f"output log {log!r}")))
+            if self.topology.sinks[sink].upsert:
+                # one row per key, the last written, found where that write is in the log
+                last = {out.key: position for position, (_, out) in enumerate(items)}
+                items = [items[position] for position in sorted(last.values())]
+            for dlsn, out in items:
+                record(
+                    EventKind.OBSERVE,
+                    sink=sink,
+                    output_id=out.output_id,
+                    record_id=out.record_id,
+                    part=out.part,
+                    parts=out.parts,
+                    key=out.key,
+                    value=out.value,
+                    dlsn=dlsn.serialize(),
+                )
         for table in self.topology.table_sinks():
             for key in sorted(self.table_keys[table]):
                 raw = self.store.get_state(table_key(table, key))
