@@ -13,7 +13,13 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from harness.catalogue.toys import COUNTS, atomic_counter, process_then_commit, two_step_counter
+from harness.catalogue.toys import (
+    COUNTS,
+    atomic_counter,
+    process_then_commit,
+    retrying_transformer,
+    two_step_counter,
+)
 from harness.check import Guarantee, Status, check, validate
 from harness.errors import ConfigError
 from harness.faults import (
@@ -32,6 +38,7 @@ from harness.faults import (
 )
 from harness.history import EventKind, History
 from harness.log.dlsn import DLSN
+from harness.runner import run_once
 from harness.sim import Backend, Context, Delivery, Processor, Topology, simulate
 from harness.strategies import schedules
 
@@ -1258,3 +1265,11 @@ def test_a_step_that_does_not_apply_never_raises() -> None:
         history = run(six_fetches, *steps, *steps, topology=topology)
         assert history.events[-1].kind is EventKind.END
         assert validate(history) == []
+
+
+def test_the_drain_disarms_faults_the_schedule_armed_but_did_not_use() -> None:
+    # docs/engine.md, "the drain": only what the schedule's steps did is judged
+    used = Schedule([Produce(), LoseAck(), Run(calls=4)])
+    unused = Schedule([LoseAck(), Produce()])
+    assert run_once(retrying_transformer, used, "exactly-once")[1].status is Status.INVALID
+    assert run_once(retrying_transformer, unused, "exactly-once")[1].status is Status.VALID
