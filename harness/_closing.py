@@ -1,5 +1,5 @@
-"""The one "close when the with-block ends" behaviour shared by the log's handles and the
-offset stores."""
+"""The one "close when the with-block ends" behaviour shared by the log's handles, the offset
+stores and the live progress line."""
 
 from __future__ import annotations
 

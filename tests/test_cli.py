@@ -311,6 +311,21 @@ def test_a_terminal_gets_live_progress_and_colour(terminal: Callable[[], tuple[A
     assert "\x1b[35mlost\x1b[0m x1" in out.getvalue()
 
 
+def test_the_live_line_is_taken_down_when_its_block_ends_even_by_an_error(
+    terminal: Callable[[], tuple[Any, Any]],
+) -> None:
+    from harness.report.live import LiveProgress
+
+    _, err = terminal()
+    with pytest.raises(KeyError), LiveProgress("work", 3) as live:
+        live.step(completed=1)
+        raise KeyError("the work failed")
+    drawn = err.getvalue()
+    assert "1/3 schedules" in drawn
+    live.log("after the block")
+    assert err.getvalue() == drawn + "after the block\n"  # plain: no live line to draw above
+
+
 @pytest.mark.parametrize(
     ("env", "flag"), [({"CI": "true"}, None), ({}, "--json"), ({"TERM": "dumb"}, None)]
 )

@@ -1,12 +1,16 @@
-"""The history generator of the Spark checker writes the same history for the same arguments:
-the events of two generated histories (every planted kind; one partition, one key, tiny blocks,
-an unordered sink) are pinned by digest, so a refactor of the generator that moves, drops or
-reorders one event fails here. Needs pyarrow only (no Spark, no JVM)."""
+"""The Spark checker's parts that need pyarrow only (no Spark, no JVM).
+
+The history generator writes the same history for the same arguments: the events of two
+generated histories (every planted kind; one partition, one key, tiny blocks, an unordered
+sink) are pinned by digest, so a refactor of the generator that moves, drops or reorders one
+event fails here. Without pyarrow, the generator and the reader of stored runs name the pip
+command."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +18,10 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
+from harness.errors import MissingDependency
 from harness.history import read_history
 from harness.spark.check.generate import Plan, generate_history
+from harness.spark.source import discover_runs
 
 EVERY_KIND = Plan(2, 2, 3, 3, 1, 1, 1, 1, 1)
 """Lost 2, duplicated 2, unexpected 3, miscounted 3, and one each reordered, skipped, ahead,
@@ -59,3 +65,20 @@ def test_the_same_arguments_generate_the_same_history(
     second = generate_history(tmp_path / "b.parquet", **arguments)
     assert (first.events, second.events) == (events, events)
     assert events_digest(first.path) == events_digest(second.path) == digest
+
+
+def test_without_pyarrow_the_generator_and_the_run_reader_name_the_pip_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for module in ("pyarrow", "pyarrow.parquet", "pyarrow.fs", "pyarrow.compute"):
+        monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(MissingDependency, match=r"^generating histories needs the package "):
+        generate_history(tmp_path / "h.parquet", records=64, partitions=2)
+    with pytest.raises(MissingDependency) as info:
+        discover_runs(tmp_path)
+    assert str(info.value).startswith(
+        "the Spark checker reads history headers with the package pyarrow, which cannot be "
+        "imported ("
+    )
+    assert str(info.value).endswith("install it with: pip install 'stream-harness[spark]'")
+    assert not (tmp_path / "h.parquet").exists()

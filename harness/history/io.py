@@ -344,16 +344,18 @@ def read_parquet(path: _Path) -> History:
     return History(meta=meta, events=tuple(events))
 
 
-def _pyarrow(needed_by: str = "Parquet histories need") -> tuple[Any, Any]:
+def _pyarrow(
+    needed_by: str = "Parquet histories need", install: str = _PARQUET_INSTALL
+) -> tuple[Any, Any]:
     """``pyarrow`` and ``pyarrow.parquet``; :class:`MissingDependency` names ``needed_by``
-    and the pip command when they cannot be imported."""
+    and the pip command ``install`` when they cannot be imported."""
     try:
         pa = importlib.import_module("pyarrow")
         pq = importlib.import_module("pyarrow.parquet")
     except ImportError as exc:
         raise MissingDependency(
             f"{needed_by} the package pyarrow, which cannot be imported ({exc}); "
-            f"install it with: {_PARQUET_INSTALL}"
+            f"install it with: {install}"
         ) from exc
     return pa, pq
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 import sys
 import time
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from harness._closing import Closing
 from harness._progress import Stage, Tick
 from harness.check.verdict import AnomalyKind
 
@@ -92,7 +92,7 @@ def emit(text: str, stream: TextIO | None = None) -> None:
     _console(stream, colour=True).print(text)
 
 
-class LiveProgress:
+class LiveProgress(Closing):
     """One live progress line on a terminal, for a block of work (a context manager).
 
     ``total`` is how many units the work has (cells of a matrix, schedules of a search), or
@@ -131,12 +131,8 @@ class LiveProgress:
             self._start()
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Take the progress line down (the block's end does it); closing again does nothing."""
         if self._progress is not None:
             self._progress.stop()
             self._progress = None

@@ -22,8 +22,9 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Final, final
 
-from harness.errors import ConfigError, CorruptData, MissingDependency
+from harness.errors import ConfigError, CorruptData
 from harness.history.events import HistoryMeta
+from harness.history.io import _pyarrow as _parquet_modules
 
 __all__ = ["HistoryFile", "RunSource", "discover_runs"]
 
@@ -56,16 +57,10 @@ class RunSource:
 
 
 def _pyarrow() -> tuple[Any, Any, Any]:
-    try:
-        pa = importlib.import_module("pyarrow")
-        pq = importlib.import_module("pyarrow.parquet")
-        fs = importlib.import_module("pyarrow.fs")
-    except ImportError as exc:
-        raise MissingDependency(
-            f"the Spark checker reads history headers with pyarrow, which cannot be imported "
-            f"({exc}); install it with: {_PARQUET_INSTALL}"
-        ) from exc
-    return pa, pq, fs
+    """``pyarrow``, ``pyarrow.parquet`` and ``pyarrow.fs`` (:class:`MissingDependency` with the
+    pip command without pyarrow)."""
+    pa, pq = _parquet_modules("the Spark checker reads history headers with", _PARQUET_INSTALL)
+    return pa, pq, importlib.import_module("pyarrow.fs")
 
 
 def _filesystem(path: str, fs: Any) -> tuple[Any, str, str]:
