@@ -7,12 +7,13 @@ offset taken from the wrong element, a resume from another partition's offset or
 last output of the wrong sink, a count and its offset in two transactions, deduplication
 that forgets redeliveries after the start, a resume *at* the processed position under
 exactly-once, asynchronous completions committed by the last one to finish, an idle-time
-commit ahead of unflushed output, counts whose offset only a timer stores; and four that
+commit ahead of unflushed output, counts whose offset only a timer stores; and five that
 need the world's richer vocabulary: a count *incremented* with its offset, which a retry
 after a lost acknowledgement counts twice, rows written to an *upsert* sink under a key
 that is not the record's identity (the offset without its partition, or a key that moves
-after a restart), and transactions relied on while the output's reader reads uncommitted
-data. None of them names the fault its bug needs to the search; ``needs`` only
+after a restart), transactions relied on while the output's reader reads uncommitted
+data, and an input the processor *truncates* up to what it has read rather than what is
+durably done. None of them names the fault its bug needs to the search; ``needs`` only
 documents it.
 ``PITFALLS`` lists them as catalogue :class:`~harness.catalogue.subject.Subject` s.
 """
@@ -470,6 +471,34 @@ def output_deduplicated(ctx: Context) -> None:
     skip_done_outputs(ctx, idempotent=True)
 
 
+# -- 16. the input truncated up to what was read, not what is durably done ---------------------
+
+
+def _truncating(ctx: Context, *, after_offset: bool) -> None:
+    out = ctx.output("out")
+    for record in ctx.read(P, ctx.offsets.get(P)):
+        if not after_offset:
+            ctx.truncate(P, record.next)
+        out.emit(record)
+        out.commit()
+        ctx.offsets.put(P, record.next)
+        if after_offset:
+            ctx.truncate(P, record.next)
+
+
+def truncate_to_read_position(ctx: Context) -> None:
+    """Bug: truncates its input (DistributedLog's ``truncate(dlsn)``) up to the record it
+    has just *read*, before that record's output and offset are stored: a crash in between
+    leaves a restart nothing to read the record from, so it is lost for good."""
+    _truncating(ctx, after_offset=False)
+
+
+def truncate_to_committed_offset(ctx: Context) -> None:
+    """Correct: truncates only up to the offset it has stored, after the output it covers
+    is flushed, so a restart needs nothing that truncation hid."""
+    _truncating(ctx, after_offset=True)
+
+
 # -- the catalogue ----------------------------------------------------------------------------
 
 _A = AnomalyKind
@@ -591,6 +620,7 @@ PITFALLS: Mapping[str, Subject] = {
             {Fault.CRASH},
             UNCOMMITTED_READER,
         ),
+        _pair(truncate_to_read_position, truncate_to_committed_offset, _ALO, _LOST, {Fault.CRASH}),
     )
     for subject in pair
 }

@@ -90,7 +90,8 @@ class EventKind(str, enum.Enum):
     ACK = "ack"
     """The producer's commit covering the record returned: the record is part of the truth."""
     TRUNCATE = "truncate"
-    """Retention truncated ``partition`` below ``offset``."""
+    """``partition`` was truncated below ``offset`` (its first readable record now): by
+    retention (``process`` null) or by instance ``process`` (``ctx.truncate``)."""
     START = "start"
     """A processor instance ``process`` started from durable state only."""
     CRASH = "crash"
@@ -103,7 +104,9 @@ class EventKind(str, enum.Enum):
     ERROR = "error"
     """Instance ``process`` died of an exception; ``detail`` is its type and message."""
     FETCH = "fetch"
-    """Instance ``process`` read the stored offset of ``partition`` (null: none)."""
+    """Instance ``process`` read the stored offset of ``partition`` (null: none); ``offset``
+    is where a reader opened there resumes: the stored offset, or the log's first readable
+    record when a truncation has passed it (``dlsn`` is the stored DLSN)."""
     READ = "read"
     """The source delivered ``record_id`` at ``offset`` of ``partition`` to ``process``;
     ``detail`` is ``redelivered`` for a duplicate delivery injected by the schedule."""

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from harness.errors import ConfigError, Fenced, LogEmpty
+from harness.errors import AlreadyTruncatedTransaction, ConfigError, Fenced, LogEmpty
 from harness.history.events import EventKind, SinkKind
 from harness.log.dlsn import DLSN
 from harness.log.reader import LogReader
@@ -46,16 +46,26 @@ class Source:
         world = ctx._sim.world
         self._readers: dict[str, LogReader] = {}
         self._ahead: dict[str, Delivery | None] = {}
+        # the position each reader must deliver next: its start, or the log's start when a
+        # truncation hid the start before this instance fetched its offset (or, without a
+        # fetch, before the reader was opened); a later truncation fails the reader
+        self._expect: dict[str, int] = {}
         for partition, start in starts.items():
             world.check_partition(partition)
             if start is not None and type(start) is not DLSN:
                 raise ConfigError(
                     f"read start for {partition!r} must be a DLSN or None, got {start!r}"
                 )
-            reader = world.logs[partition].open_reader(DLSN.INITIAL if start is None else start)
+            start = DLSN.INITIAL if start is None else start
+            reader = world.logs[partition].open_reader(start)
             ctx._inst.readers.append(reader)
             self._readers[partition] = reader
             self._ahead[partition] = None
+            low = world.fetched_low.pop((ctx._inst.number, partition), None)
+            self._expect[partition] = max(
+                world.position(partition, start),
+                world.low_watermark[partition] if low is None else low,
+            )
         self._last: Delivery | None = None
 
     def _peek(self, partition: str) -> Delivery | None:
@@ -66,9 +76,17 @@ class Source:
                 return None
             world = self._ctx._sim.world
             record_id, key, value, poison = decode_input(item.payload, f"input log {partition!r}")
+            position = world.position(partition, item.dlsn)
+            if position > self._expect[partition]:
+                raise AlreadyTruncatedTransaction(
+                    f"the reader of input {partition!r} was at offset "
+                    f"{self._expect[partition]}, but a truncation after it was opened removed "
+                    f"the records up to offset {position}; read again from the stored offset"
+                )
+            self._expect[partition] = position + 1
             ahead = self._ahead[partition] = Delivery(
                 partition,
-                world.position(partition, item.dlsn),
+                position,
                 record_id,
                 key,
                 value,
@@ -134,11 +152,14 @@ class Offsets:
         world = ctx._sim.world
         world.check_partition(partition)
         dlsn = world.read_offset(ctx._inst.machine, partition)
+        world.fetched_low[(ctx._inst.number, partition)] = world.low_watermark[partition]
+        # the event's offset is where a reader opened at the stored offset resumes: the
+        # log's start when a truncation (the processor's own) hid the stored position
         world.record(
             EventKind.FETCH,
             process=ctx._inst.number,
             partition=partition,
-            offset=None if dlsn is None else world.position(partition, dlsn),
+            offset=world.resume_position(partition, dlsn),
             dlsn=None if dlsn is None else dlsn.serialize(),
         )
         return dlsn
@@ -455,6 +476,24 @@ class Context:
     def read_all(self, starts: Mapping[str, DLSN | None]) -> Source:
         """Records of several partitions, merged in an order the schedule picks."""
         return Source(self, dict(starts))
+
+    def truncate(self, partition: str, dlsn: DLSN) -> None:
+        """Truncate input ``partition`` below ``dlsn``, as DistributedLog's
+        ``truncate(dlsn)``: completed log segments entirely before ``dlsn`` are deleted and
+        the one holding it starts at ``dlsn``; the segment being written is never truncated.
+        Readers opened later, by any instance, start at the log's new start, so records
+        truncated before their effects are durable are gone for good. Like the instance's
+        output writers it needs ownership: a zombie's truncation raises :class:`Fenced`."""
+        self._enter("input.truncate")
+        inst = self._inst
+        world = self._sim.world
+        partition = world.check_truncation(partition, dlsn)
+        if inst.fenced:
+            raise Fenced(
+                f"instance {inst.number} lost ownership (another instance took over); its "
+                f"truncation of {partition!r} at {dlsn!r} is fenced"
+            )
+        world.truncate_input(partition, dlsn, inst.number)
 
     def output(self, name: str = "out", *, idempotent: bool = False) -> OutputLog:
         """The output log sink ``name`` (one writer per instance).

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from harness._shown import shown
 from harness.errors import ConfigError, LogEmpty
 from harness.history.events import POISON, Event, EventKind, History, HistoryMeta
 from harness.log.config import LogConfig
@@ -105,6 +106,9 @@ class World:
         self.dlsns: dict[str, list[DLSN]] = {p: [] for p in self.partitions}
         self.record_ids: dict[str, list[str]] = {p: [] for p in self.partitions}
         self.low_watermark: dict[str, int] = dict.fromkeys(self.partitions, 0)
+        # per (instance, partition): the low watermark when the instance last fetched the
+        # stored offset and has not opened a reader of the partition since
+        self.fetched_low: dict[tuple[int, str], int] = {}
         self._producer_writers: dict[str, LogWriter] = {}
         self._producer_readers = {
             p: self.logs[p].open_reader(DLSN.INITIAL) for p in self.partitions
@@ -218,17 +222,63 @@ class World:
         target = min(upto, stored, len(self.dlsns[partition]))
         if target <= self.low_watermark[partition]:
             return
-        writer = self._producer_writer(partition)
         dlsns = self.dlsns[partition]
-        writer.truncate(dlsns[target] if target < len(dlsns) else dlsns[-1].next())
-        try:
-            first = self.logs[partition].get_first_log_record().dlsn
-            low = self.position(partition, first)
-        except LogEmpty:
-            low = len(self.dlsns[partition])
+        self._truncate_at(partition, dlsns[target] if target < len(dlsns) else dlsns[-1].next())
+
+    def truncate_input(self, partition: str, dlsn: DLSN, process: int) -> None:
+        """A processor's own ``truncate(dlsn)`` of its input (DistributedLog's rules: only
+        completed segments are truncated, never the one being written); unlike retention it
+        does not wait for any stored offset, so it may hide records nothing has done yet.
+        ``dlsn`` is checked by the caller (:meth:`check_truncation`)."""
+        self._truncate_at(partition, dlsn, process)
+
+    def check_truncation(self, partition: object, dlsn: object) -> str:
+        """``partition`` if truncating it below ``dlsn`` is allowed, else ConfigError."""
+        self.check_partition(partition)
+        assert isinstance(partition, str)
+        if type(dlsn) is not DLSN:
+            raise ConfigError(
+                f"truncate({partition!r}, ...) takes a DLSN (a Delivery's .dlsn or .next, or "
+                f"a stored offset), got {type(dlsn).__name__}: {shown(dlsn)}"
+            )
+        if min(dlsn.segment, dlsn.entry, dlsn.slot) < 0:
+            raise ConfigError(
+                f"truncate({partition!r}, {dlsn!r}) names a negative position (DLSN.INVALID is "
+                "one); truncate at a DLSN the log gave you, such as record.next"
+            )
+        dlsns = self.dlsns[partition]
+        end = dlsns[-1].next() if dlsns else DLSN.INITIAL
+        if dlsn > end:
+            raise ConfigError(
+                f"truncate({partition!r}, {dlsn!r}) is beyond the end of the log ({end!r}, after "
+                f"its {len(dlsns)} committed records); truncate at or below the next record "
+                "to read"
+            )
+        return partition
+
+    def _truncate_at(self, partition: str, dlsn: DLSN, process: int | None = None) -> None:
+        """Truncate ``partition`` below ``dlsn``; record a ``truncate`` event if the log's
+        first readable record moved up."""
+        self._producer_writer(partition).truncate(dlsn)
+        low = self.log_start(partition)
         if low > self.low_watermark[partition]:
             self.low_watermark[partition] = low
-            self.record(EventKind.TRUNCATE, partition=partition, offset=low)
+            self.record(EventKind.TRUNCATE, process=process, partition=partition, offset=low)
+
+    def log_start(self, partition: str) -> int:
+        """The position of ``partition``'s first readable record (its length: none left)."""
+        try:
+            first = self.logs[partition].get_first_log_record().dlsn
+        except LogEmpty:
+            return len(self.dlsns[partition])
+        return self.position(partition, first)
+
+    def resume_position(self, partition: str, dlsn: DLSN | None) -> int | None:
+        """Where a reader opened at the stored offset ``dlsn`` resumes now: its position, or
+        the log's start when truncation hid it (None: no stored offset)."""
+        if dlsn is None:
+            return None
+        return max(self.position(partition, dlsn), self.low_watermark[partition])
 
     # -- the offset store ------------------------------------------------------------------
 
