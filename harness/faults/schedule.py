@@ -36,7 +36,7 @@ The fault vocabulary (``docs/engine.md`` tells the story of each):
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Final
 
@@ -60,6 +60,9 @@ __all__ = [
     "Takeover",
     "Tick",
     "Truncate",
+    "compact",
+    "json_form",
+    "read_form",
 ]
 
 SCHEDULE_VERSION: Final = 1
@@ -219,6 +222,43 @@ def step_from_json(data: object, where: str = "step") -> Step:
     return cls(**kwargs)
 
 
+def json_form(version: int, drain: bool, steps: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON form of a schedule (this module's or a stream schedule): its version, drain
+    and steps, in that order."""
+    return {"version": version, "drain": drain, "steps": list(steps)}
+
+
+def compact(form: Mapping[str, Any]) -> str:
+    """Compact one-line JSON of a schedule's :func:`json_form`, identical for equal ones."""
+    return json.dumps(form, separators=(",", ":"))
+
+
+def read_form(data: object, *, what: str, version: int) -> tuple[Sequence[object], bool]:
+    """The steps (still JSON) and the drain of a schedule's JSON form (a dict, or text), once
+    its version, fields, steps and drain are checked; ConfigError names what is wrong
+    (``what``: ``"schedule"``, ``"stream schedule"``)."""
+    if isinstance(data, str | bytes):
+        data = parse_json(data, what=what, fix="pass the JSON printed by a failing run")
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"a {what} is a JSON object with 'steps', got {shown(data)}")
+    found = data.get("version", version)
+    if type(found) is not int or found != version:
+        raise ConfigError(
+            f"{what} version {shown(found)} is not supported; this harness reads version "
+            f"{version} (upgrade stream-harness to replay newer schedules)"
+        )
+    unknown = sorted(set(data) - {"version", "drain", "steps"})
+    if unknown:
+        raise ConfigError(f"{what} has unknown field(s) {unknown}; known: drain, steps, version")
+    steps = data.get("steps", [])
+    if not isinstance(steps, Sequence) or isinstance(steps, str | bytes):
+        raise ConfigError(f"{what} 'steps' must be a list, got {shown(steps)}")
+    drain = data.get("drain", True)
+    if type(drain) is not bool:
+        raise ConfigError(f"{what} 'drain' must be true or false, got {shown(drain)}")
+    return steps, drain
+
+
 @dataclass(frozen=True, slots=True)
 class Schedule:
     """Steps to execute in order, then a fault-free drain unless ``drain`` is False."""
@@ -249,40 +289,16 @@ class Schedule:
         return len(self.steps)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "drain": self.drain,
-            "steps": [step_to_json(step) for step in self.steps],
-        }
+        return json_form(self.version, self.drain, map(step_to_json, self.steps))
 
     def dumps(self) -> str:
         """Compact one-line JSON, identical for equal schedules."""
-        return json.dumps(self.to_json(), separators=(",", ":"))
+        return compact(self.to_json())
 
     @classmethod
     def from_json(cls, data: object) -> Schedule:
         """Build a schedule from its JSON form (a dict, or text)."""
-        if isinstance(data, str | bytes):
-            data = parse_json(data, what="schedule", fix="pass the JSON printed by a failing run")
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"a schedule is a JSON object with 'steps', got {shown(data)}")
-        version = data.get("version", SCHEDULE_VERSION)
-        if type(version) is not int or version != SCHEDULE_VERSION:
-            raise ConfigError(
-                f"schedule version {shown(version)} is not supported; this harness reads version "
-                f"{SCHEDULE_VERSION} (upgrade stream-harness to replay newer schedules)"
-            )
-        unknown = sorted(set(data) - {"version", "drain", "steps"})
-        if unknown:
-            raise ConfigError(
-                f"schedule has unknown field(s) {unknown}; known: drain, steps, version"
-            )
-        steps = data.get("steps", [])
-        if not isinstance(steps, Sequence) or isinstance(steps, str | bytes):
-            raise ConfigError(f"schedule 'steps' must be a list, got {shown(steps)}")
-        drain = data.get("drain", True)
-        if type(drain) is not bool:
-            raise ConfigError(f"schedule 'drain' must be true or false, got {shown(drain)}")
+        steps, drain = read_form(data, what="schedule", version=SCHEDULE_VERSION)
         return cls(
             steps=tuple(step_from_json(s, f"step {i}") for i, s in enumerate(steps)),
             drain=drain,

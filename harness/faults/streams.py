@@ -21,12 +21,12 @@ This module imports neither pyspark nor Hypothesis.
 from __future__ import annotations
 
 import enum
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Final, TypeAlias, final
 
 from harness.errors import ConfigError
+from harness.faults.schedule import compact, json_form, read_form
 
 __all__ = [
     "STREAM_SCHEDULE_VERSION",
@@ -187,37 +187,19 @@ class StreamSchedule:
             _check_step(step, f"stream schedule step {i}")
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "drain": self.drain,
-            "steps": [_step_to_json(step) for step in self.steps],
-        }
+        return json_form(self.version, self.drain, map(_step_to_json, self.steps))
 
     def dumps(self) -> str:
         """Compact one-line JSON, identical for equal schedules."""
-        return json.dumps(self.to_json(), separators=(",", ":"))
+        return compact(self.to_json())
 
     @classmethod
     def from_json(cls, data: object) -> StreamSchedule:
         """Build a schedule from its JSON form (a dict, or text); bad input raises ConfigError."""
-        if isinstance(data, str | bytes):
-            try:
-                data = json.loads(data)
-            except ValueError as exc:
-                raise ConfigError(f"stream schedule is not valid JSON: {exc}") from None
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"a stream schedule is a JSON object with 'steps', got {data!r:.80}")
-        unknown = sorted(set(data) - {"version", "drain", "steps"})
-        if unknown:
-            raise ConfigError(f"stream schedule has unknown field(s) {unknown}")
-        version = data.get("version", STREAM_SCHEDULE_VERSION)
-        steps = data.get("steps", [])
-        if not isinstance(steps, Sequence) or isinstance(steps, str | bytes):
-            raise ConfigError(f"stream schedule 'steps' must be a list, got {steps!r:.80}")
+        steps, drain = read_form(data, what="stream schedule", version=STREAM_SCHEDULE_VERSION)
         return cls(
             steps=tuple(_step_from_json(s, f"step {i}") for i, s in enumerate(steps)),
-            drain=data.get("drain", True),
-            version=version,
+            drain=drain,
         )
 
     def describe(self) -> str:
