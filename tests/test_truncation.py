@@ -185,6 +185,21 @@ def test_a_reader_opened_after_a_truncation_that_followed_its_fetch_fails() -> N
     assert errors[0][0] == 2 and "AlreadyTruncatedTransaction" in str(errors[0][1])
 
 
+def test_a_reader_opened_beyond_the_end_of_the_log_is_not_taken_for_truncated() -> None:
+    """Records appended below a reader's start are not owed to it: no error, no gap."""
+
+    def from_the_second_segment(ctx: Context) -> None:
+        out = ctx.output("out")
+        for record in ctx.read(P, DLSN(2, 0, 0)):  # the first record of the second segment
+            out.emit(record)
+            out.commit()
+
+    schedule = Schedule([Run(calls=2), *FIVE, Produce(count=1), Run(calls=10)])
+    history, _ = run_once(from_the_second_segment, schedule, ALO)
+    assert not [e for e in history.events if e.kind is EventKind.ERROR]
+    assert [e.offset for e in history.events if e.kind is EventKind.READ] == [4, 5]
+
+
 def test_default_explore_finds_the_bug_alike_on_both_backends() -> None:
     with pytest.raises(CounterexampleFound) as caught:
         explore(BUG.processor, guarantee=BUG.guarantee, topology=BUG.topology, failures_dir=None)

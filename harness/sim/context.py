@@ -50,6 +50,7 @@ class Source:
         # truncation hid the start before this instance fetched its offset (or, without a
         # fetch, before the reader was opened); a later truncation fails the reader
         self._expect: dict[str, int] = {}
+        self._starts: dict[str, DLSN] = {}
         for partition, start in starts.items():
             world.check_partition(partition)
             if start is not None and type(start) is not DLSN:
@@ -61,6 +62,7 @@ class Source:
             ctx._inst.readers.append(reader)
             self._readers[partition] = reader
             self._ahead[partition] = None
+            self._starts[partition] = start
             low = world.fetched_low.pop((ctx._inst.number, partition), None)
             self._expect[partition] = max(
                 world.position(partition, start),
@@ -77,11 +79,15 @@ class Source:
             world = self._ctx._sim.world
             record_id, key, value, poison = decode_input(item.payload, f"input log {partition!r}")
             position = world.position(partition, item.dlsn)
-            if position > self._expect[partition]:
+            # records appended below a start beyond the log's end are not owed to the reader
+            expect = max(
+                self._expect[partition], world.position(partition, self._starts[partition])
+            )
+            if position > expect:
                 raise AlreadyTruncatedTransaction(
-                    f"the reader of input {partition!r} was at offset "
-                    f"{self._expect[partition]}, but a truncation after it was opened removed "
-                    f"the records up to offset {position}; read again from the stored offset"
+                    f"the reader of input {partition!r} was at offset {expect}, but a "
+                    f"truncation after it was opened removed the records up to offset "
+                    f"{position}; read again from the stored offset"
                 )
             self._expect[partition] = position + 1
             ahead = self._ahead[partition] = Delivery(
