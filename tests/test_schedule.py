@@ -28,6 +28,7 @@ from harness.faults import (
     Tick,
     Truncate,
 )
+from harness.faults.streams import StreamSchedule
 from harness.sim import Topology
 from harness.strategies import ALL_FAULTS, Fault, schedules, steps
 
@@ -412,3 +413,21 @@ def test_step_count_bounds_errors(min_steps: Any, max_steps: Any) -> None:
 def test_non_int_min_steps_raises_config_error() -> None:
     with pytest.raises(ConfigError, match=config_error("need 0 <= min_steps <= max_steps")):
         schedules(min_steps="1")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[" * 200 + "]" * 200, "is not JSON (arrays or objects nest too deeply"),
+        ('{"steps": 3}', "'steps' must be a list, got 3"),
+        ('{"extra": 1}', "has unknown field(s) ['extra']; known: drain, steps, version"),
+        ('{"drain": 1}', "'drain' must be true or false, got 1"),
+        ('{"version": 9}', "version 9 is not supported; this harness reads version 1"),
+        ("[1]", "is a JSON object with 'steps', got [1]"),
+    ],
+)
+def test_both_schedule_kinds_read_their_json_form_alike(text: str, message: str) -> None:
+    for cls, what in ((Schedule, "schedule"), (StreamSchedule, "stream schedule")):
+        with pytest.raises(ConfigError) as refused:
+            cls.from_json(text)
+        assert what in str(refused.value) and message in str(refused.value)
