@@ -60,7 +60,7 @@ from harness.spark.streaming.datasource import (
     DLogStreamReader,
     SourceOptions,
     _arrow_batches,
-    _end_after,
+    _LogPlan,
     decode_offsets,
     encode_offsets,
     latest_offsets,
@@ -226,9 +226,13 @@ def test_bulk_reads_give_exactly_the_reader_s_rows_and_errors(
     expected = _outcome(lambda: _arrow_batches(read_range(uri, "a", start, end)))
     assert _outcome(lambda: read_arrow(uri, "a", start, end)) == expected
     inside = [r for r in records if start <= r.dlsn < end]
+    # planning: how many records the range holds, from sequence ids
+    with _LogPlan(uri, "a", start, end, 1.0) as plan:
+        assert plan.count() == len(inside)
     if inside:  # planning: the end of a batch of n records, from the storage in bulk
         count = data.draw(st.integers(1, len(inside)), label="count")
-        assert _end_after(uri, "a", start, end, count, 1.0) == inside[count - 1].dlsn.next()
+        with _LogPlan(uri, "a", start, end, 1.0) as plan:
+            assert plan.end_after(count) == inside[count - 1].dlsn.next()
 
 
 def test_a_range_that_is_gone_fails_instead_of_reading_less(tmp_path: Path) -> None:

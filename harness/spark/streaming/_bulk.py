@@ -29,7 +29,7 @@ from harness.log.namespace import LEVELDB_SCHEME
 from harness.log.record import FLAG_CONTROL, FLAG_END_OF_STREAM, StoredRecord
 from harness.log.storage.base import LogMetadata, LogStorage, SegmentMetadata, Truncation
 
-__all__ = ["Scan", "arrow_schema", "fast_path", "open_storage"]
+__all__ = ["Positions", "Scan", "arrow_schema", "fast_path", "open_storage"]
 
 _PREFIX: Final = struct.Struct(">bqq")  # version 1, segment, entry: 17 of a DLSN's 25 bytes
 _SLOT_PAD: Final = bytes(7)  # a slot below 256: seven zero bytes, then the slot's byte
@@ -197,15 +197,78 @@ class Scan:
             ]
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
-    def end_after(self, count: int) -> DLSN | None:
-        """The DLSN just after the ``count``-th user record of the range (None: fewer)."""
-        remaining = count
-        for segment, entry, records in self.entries():
+
+class Positions:
+    """Where a log's committed user records are, by sequence id, found from its storage
+    with a few entry reads each (a binary search over a segment's entries), not by reading
+    the records in between: the planner's counts, batch ends and partition bounds.
+
+    Every stored record carries its position in its segment: a user record its 1-based
+    position (so its sequence id is the segment's ``start_sequence_id + position - 1``), a
+    control record (and the end-of-stream marker) the number of user records before it. For
+    ranges where :func:`fast_path` holds (no truncated segment); entries are read only up
+    to the log's committed point.
+    """
+
+    def __init__(self, storage: LogStorage, name: str) -> None:
+        self.storage = storage
+        self.name = name
+        self.metadata = storage.metadata
+        self.segments = sorted(self.metadata.segments, key=lambda s: s.segment)
+
+    def _last_entry(self, segment: SegmentMetadata) -> int:
+        committed = self.metadata.committed
+        if committed is None or segment.segment > committed[0]:
+            return -1
+        if segment.segment == committed[0]:
+            return min(segment.last_entry, committed[1])
+        return segment.last_entry
+
+    def _entry(self, number: int, entry: int) -> tuple[StoredRecord, ...]:
+        for found, records in self.storage.read_entries(number, entry, entry):
+            if found == entry and records:
+                return records
+        raise CorruptData(
+            f"log {self.name!r} is missing entry {entry} of segment {number} below its "
+            "committed point; the stored log is damaged"
+        )
+
+    def users_before(self, at: DLSN) -> int:
+        """How many committed user records lie before ``at``: the sequence id of the first
+        one at or after it, or the log's record count when there is none."""
+        for segment in self.segments:
+            if segment.segment < at.segment:
+                continue
+            if segment.segment > at.segment or self._last_entry(segment) < 0:
+                return segment.start_sequence_id
+            if at.entry > self._last_entry(segment):
+                return segment.start_sequence_id + segment.record_count
+            records = self._entry(segment.segment, at.entry)
+            if at.slot >= len(records):
+                return segment.start_sequence_id + records[-1][3]
+            _, _, flags, position = records[at.slot]
+            return segment.start_sequence_id + (position if flags else position - 1)
+        return max((s.start_sequence_id + s.record_count for s in self.segments), default=0)
+
+    def dlsn_of(self, sequence: int) -> DLSN | None:
+        """The DLSN of the committed user record with ``sequence`` (None: no such record)."""
+        for segment in self.segments:
+            position = sequence - segment.start_sequence_id + 1
+            if not 1 <= position <= segment.record_count:
+                continue
             number = segment.segment
-            users = [s for s in self._slots(number, entry, records) if not records[s][2]]
-            if remaining <= len(users):
-                return DLSN(number, entry, users[remaining - 1] + 1)
-            remaining -= len(users)
-            if self.end_of_stream:
-                return None
+            low, high = 0, self._last_entry(segment)
+            while low < high:  # the first entry through which ``position`` users are written
+                middle = (low + high) // 2
+                if self._entry(number, middle)[-1][3] >= position:
+                    high = middle
+                else:
+                    low = middle + 1
+            for slot, (_, _, flags, found) in enumerate(self._entry(number, low)):
+                if not flags and found == position:
+                    return DLSN(number, low, slot)
+            raise CorruptData(
+                f"log {self.name!r} has no record at position {position} of segment {number}, "
+                "which its metadata counts; the stored log is damaged"
+            )
         return None

@@ -57,6 +57,7 @@ subclass pyspark's); ``import harness`` never imports it.
 from __future__ import annotations
 
 import base64
+import contextlib
 import importlib
 import json
 import struct
@@ -101,7 +102,13 @@ from harness.log.dlsn import DLSN
 from harness.log.manager import LogManager
 from harness.log.namespace import LEVELDB_SCHEME, Namespace, open_namespace
 from harness.log.reader import LogReader
-from harness.spark.streaming._bulk import Scan, arrow_schema, fast_path, open_storage
+from harness.spark.streaming._bulk import (
+    Positions,
+    Scan,
+    arrow_schema,
+    fast_path,
+    open_storage,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -338,61 +345,81 @@ def _sequence_at(manager: LogManager, position: DLSN) -> int | None:
     return None if record is None else record.sequence_id
 
 
-def _count(uri: str, log: str, start: DLSN, cap: DLSN, wait_s: float) -> int:
-    """How many records of ``log`` lie in ``[start, cap)``: a difference of sequence ids, so
-    two one-record reads, whatever the count."""
+@final
+class _LogPlan:
+    """One log's records in ``[start, cap)`` for planning: counted and located by sequence
+    id from the log's storage (:class:`Positions`, one open of the log for a whole plan),
+    or through readers where the range touches a truncated segment (whose rules a reader
+    applies) or the log does not exist. Close it to release the log."""
 
-    def count() -> int:
-        with open_namespace(uri) as namespace:
-            if not namespace.log_exists(log):
+    def __init__(self, uri: str, log: str, start: DLSN, cap: DLSN, wait_s: float) -> None:
+        self.uri, self.log, self.start, self.cap, self.wait_s = uri, log, start, cap, wait_s
+        self.positions: Positions | None = _retrying(self._open, wait_s)
+
+    def _open(self) -> Positions | None:
+        try:
+            storage = open_storage(self.uri, self.log)
+        except LogNotFound:
+            return None
+        if not fast_path(storage.metadata, self.start, self.cap):
+            storage.close()
+            return None
+        return Positions(storage, self.log)
+
+    def close(self) -> None:
+        if self.positions is not None:
+            self.positions.storage.close()
+            self.positions = None
+
+    def __enter__(self) -> _LogPlan:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def count(self) -> int:
+        """How many records lie in the range: a difference of sequence ids."""
+        at = self.positions
+        if at is not None:
+            return max(0, at.users_before(self.cap) - at.users_before(self.start))
+        return _retrying(self._count_reading, self.wait_s)
+
+    def _count_reading(self) -> int:
+        with open_namespace(self.uri) as namespace:
+            if not namespace.log_exists(self.log):
                 return 0
-            with namespace.open_log(log) as manager:
-                first = _sequence_at(manager, start)
+            with namespace.open_log(self.log) as manager:
+                first = _sequence_at(manager, self.start)
                 if first is None:
                     return 0
-                after = _sequence_at(manager, cap)
+                after = _sequence_at(manager, self.cap)
                 if after is None:  # cap is at or past the log's end
                     after = max(s.start_sequence_id + s.record_count for s in manager.segments())
                 return max(0, after - first)
 
-    return _retrying(count, wait_s)
-
-
-def _end_after(uri: str, log: str, start: DLSN, cap: DLSN, count: int, wait_s: float) -> DLSN:
-    """The offset just after the ``count``-th record of ``log`` from ``start`` (below
-    ``cap``): from the log's storage in bulk, or through a reader where truncated segments
-    decide where reading starts."""
-
-    def fast() -> DLSN | None:
-        storage = open_storage(uri, log)
-        try:
-            if not fast_path(storage.metadata, start, cap):
-                return None
-            found = Scan(storage, log, start, cap).end_after(count)
-        finally:
-            storage.close()
-        if found is None:
+    def end_after(self, count: int) -> DLSN:
+        """The offset just after the range's ``count``-th record."""
+        at = self.positions
+        if at is not None:
+            last = at.dlsn_of(at.users_before(self.start) + count - 1)
+        else:
+            last = _retrying(lambda: self._nth_reading(count), self.wait_s)
+        if last is None or last >= self.cap:
             raise LogReadException(
-                f"log {log!r} in {uri} has fewer than {count} records from {start}, the "
-                "number it had a moment ago: was it truncated while being read?"
+                f"log {self.log!r} in {self.uri} has fewer than {count} records from "
+                f"{self.start} below {self.cap}, the number it had a moment ago: was it "
+                "truncated while being read?"
             )
-        return found
+        return last.next()
 
-    def scan() -> DLSN:
+    def _nth_reading(self, count: int) -> DLSN | None:
         with (
-            open_namespace(uri) as namespace,
-            namespace.open_log(log) as manager,
-            manager.open_reader(start) as reader,
+            open_namespace(self.uri) as namespace,
+            namespace.open_log(self.log) as manager,
+            manager.open_reader(self.start) as reader,
         ):
             records = reader.read_bulk(count)
-        if len(records) < count:
-            raise LogReadException(
-                f"log {log!r} in {uri} has {len(records)} records from {start}, fewer than the "
-                f"{count} it had a moment ago: was it truncated while being read?"
-            )
-        return records[-1].dlsn.next()
-
-    return _retrying(fast, wait_s) or _retrying(scan, wait_s)
+        return records[-1].dlsn if len(records) == count else None
 
 
 def share_round_robin(available: Mapping[str, int], budget: int) -> dict[str, int]:
@@ -422,25 +449,30 @@ def plan_batch_end(
     ``max_rows`` records over all logs (None: no limit), shared out round-robin in log-name
     order (:func:`share_round_robin`), so the same log contents always give the same
     batches. Without a limit this reads only metadata; with one, it counts each log's
-    records by sequence ids and reads through a log only where the batch ends inside it."""
+    records by sequence ids and finds where a batch ends inside a log by a binary search
+    over its entries (:class:`Positions`; readers where a truncated segment is in range)."""
     logs = sorted(settings.logs)
     begin = {log: start.get(log, DLSN.INITIAL) for log in logs}
     if max_rows is None:
         return {log: max(begin[log], cap[log]) for log in logs}
-    wait = settings.lock_wait_s
-    available = {
-        log: _count(settings.uri, log, begin[log], cap[log], wait) if cap[log] > begin[log] else 0
-        for log in logs
-    }
-    taken = share_round_robin(available, max_rows)
-    end: Offsets = {}
-    for log in logs:
-        if taken[log] == 0:
-            end[log] = begin[log]
-        elif taken[log] == available[log]:
-            end[log] = cap[log]
-        else:
-            end[log] = _end_after(settings.uri, log, begin[log], cap[log], taken[log], wait)
+    with contextlib.ExitStack() as stack:
+        plans = {
+            log: stack.enter_context(
+                _LogPlan(settings.uri, log, begin[log], cap[log], settings.lock_wait_s)
+            )
+            for log in logs
+            if cap[log] > begin[log]
+        }
+        available = {log: plans[log].count() if log in plans else 0 for log in logs}
+        taken = share_round_robin(available, max_rows)
+        end: Offsets = {}
+        for log in logs:
+            if taken[log] == 0:
+                end[log] = begin[log]
+            elif taken[log] == available[log]:
+                end[log] = cap[log]
+            else:
+                end[log] = plans[log].end_after(taken[log])
     return end
 
 
@@ -618,6 +650,7 @@ class DLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, settings: SourceOptions) -> None:
         self.settings = settings
         self._target: Offsets | None = None
+        self._seen: Offsets | None = None
 
     def initialOffset(self) -> dict[str, Any]:
         return encode_offsets(dict.fromkeys(self.settings.logs, DLSN.INITIAL))
@@ -637,7 +670,7 @@ class DLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         begin = decode_offsets(start, what="start offset")
-        cap = self._target if self._target is not None else self._latest()
+        cap = self._seen = self._target if self._target is not None else self._latest()
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         end = plan_batch_end(self.settings, begin, cap, max_rows)
         if all(end[log] == begin.get(log, DLSN.INITIAL) for log in end) and set(begin) >= set(end):
@@ -645,7 +678,11 @@ class DLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return encode_offsets(end)
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
-        return encode_offsets(self._latest())
+        """The newest offsets the last :meth:`latestOffset` planned against (under
+        ``Trigger.AvailableNow``, its target), as Spark's Kafka source reports them: Spark
+        asks right after planning, for its progress metrics only, and looking again would
+        open every log once more per batch."""
+        return encode_offsets(self._seen if self._seen is not None else self._latest())
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         return _partitions(
