@@ -36,6 +36,7 @@ _SLOT_PAD: Final = bytes(7)  # a slot below 256: seven zero bytes, then the slot
 _TAILS: Final = tuple(base64.b64encode(bytes([b])).decode("ascii") for b in range(256))
 """The Base64 of a DLSN's last byte: 24 bytes (a multiple of three) encode on their own."""
 _V1: Final = struct.Struct(">bqqq")
+_DLSN_CHARS: Final = 36  # the Base64 text of a DLSN's 25 bytes
 
 Entry = tuple[SegmentMetadata, int, tuple[StoredRecord, ...]]
 
@@ -128,74 +129,133 @@ class Scan:
                     "below its committed point; the stored log is damaged"
                 )
 
-    def _slots(self, number: int, entry: int, records: Sequence[StoredRecord]) -> range:
-        """The slots of an entry inside the range, up to an end-of-stream marker (which sets
-        :attr:`end_of_stream`); marks :attr:`beyond` when the entry holds records past it."""
+    def _slots(self, number: int, entry: int, flags: Sequence[int]) -> range:
+        """The slots of an entry (its records' ``flags``) inside the range, up to an
+        end-of-stream marker (which sets :attr:`end_of_stream`); marks :attr:`beyond` when
+        the entry holds user records past it."""
         low = self.start.slot if (number, entry) == (self.start.segment, self.start.entry) else 0
-        high = len(records)
+        high = len(flags)
         if (number, entry) == (self.end.segment, self.end.entry):
             high = min(high, self.end.slot)
-            self.beyond = any(not record[2] for record in records[high:])
-        flags = [record[2] for record in records[low:high]]
-        if any(flags):
-            for index, flag in enumerate(flags):
+            self.beyond = 0 in flags[high:]
+        if any(flags[low:high]):
+            for index, flag in enumerate(flags[low:high]):
                 if flag & FLAG_END_OF_STREAM:
                     self.end_of_stream = True
                     self.beyond = False
                     return range(low, low + index)
         return range(low, high)
 
-    def columns(self, rows: int) -> Iterator[tuple[list[int], list[str], list[int], list[bytes]]]:
-        """``(txids, dlsns, sequence_ids, payloads)`` of about ``rows`` records at a time."""
-        txids: list[int] = []
-        dlsns: list[str] = []
-        sequences: list[int] = []
-        payloads: list[bytes] = []
+    def columns(self, rows: int) -> Iterator[_Columns]:
+        """The range's user records as columns, about ``rows`` records at a time."""
+        chunk = _Columns()
         for segment, entry, records in self.entries():
             number = segment.segment
-            slots = self._slots(number, entry, records)
-            if slots:
+            txid, payload, flags, position = zip(*records, strict=True)
+            slots = self._slots(number, entry, flags)
+            low, high = slots.start, slots.stop
+            kept: Sequence[int] = slots
+            if low < high:
                 prefix = base64.b64encode(_PREFIX.pack(1, number, entry) + _SLOT_PAD).decode()
-                txid, payload, flags, position = zip(
-                    *records[slots.start : slots.stop], strict=True
-                )
-                if any(flags):  # control records among them: keep the user records only
-                    kept = [i for i, f in enumerate(flags) if not f & FLAG_CONTROL]
-                    txid = tuple(txid[i] for i in kept)
-                    payload = tuple(payload[i] for i in kept)
-                    position = tuple(position[i] for i in kept)
-                    chosen = [slots.start + i for i in kept]
+                if any(flags[low:high]):  # control records among them: keep the user records
+                    kept = [slot for slot in slots if not flags[slot] & FLAG_CONTROL]
+                    chunk.add(
+                        [txid[s] for s in kept],
+                        [payload[s] for s in kept],
+                        [position[s] for s in kept],
+                        "".join([_dlsn_text(number, entry, s, prefix) for s in kept]),
+                        segment.start_sequence_id,
+                    )
                 else:
-                    chosen = list(slots)
-                if chosen:
-                    txids.extend(txid)
-                    payloads.extend(payload)
-                    base = segment.start_sequence_id - 1
-                    sequences.extend([base + p for p in position])
-                    dlsns.extend([_dlsn_text(number, entry, s, prefix) for s in chosen])
-                    self.last = DLSN(number, entry, chosen[-1])
+                    chunk.add(
+                        txid[low:high],
+                        payload[low:high],
+                        position[low:high],
+                        _dlsn_texts(number, entry, prefix, low, high),
+                        segment.start_sequence_id,
+                    )
+                if kept:
+                    self.last = DLSN(number, entry, kept[-1])
             if self.end_of_stream or self.beyond:
                 break
-            if len(txids) >= rows:
-                yield txids, dlsns, sequences, payloads
-                txids, dlsns, sequences, payloads = [], [], [], []
-        if txids:
-            yield txids, dlsns, sequences, payloads
+            if chunk.rows >= rows:
+                yield chunk
+                chunk = _Columns()
+        if chunk.rows:
+            yield chunk
 
     def batches(self, rows: int) -> Iterator[Any]:
         """Arrow record batches of the source's schema, about ``rows`` rows each."""
         pa = importlib.import_module("pyarrow")
         schema = arrow_schema(pa)
-        name = self.name
-        for txids, dlsns, sequences, payloads in self.columns(rows):
-            arrays = [
-                pa.repeat(pa.scalar(name, pa.string()), len(txids)),
-                pa.array(txids, pa.int64()),
-                pa.array(dlsns, pa.string()),
-                pa.array(sequences, pa.int64()),
-                pa.array(payloads, pa.binary()),
-            ]
-            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+        for chunk in self.columns(rows):
+            yield chunk.batch(pa, schema, self.name)
+
+
+def _dlsn_texts(number: int, entry: int, prefix: str, low: int, high: int) -> str:
+    """The DLSN texts of slots ``low..high-1`` of an entry, back to back."""
+    if high <= len(_TAILS):  # each text is the prefix and its slot's tail
+        return prefix + prefix.join(_TAILS[low:high])
+    return "".join([_dlsn_text(number, entry, s, prefix) for s in range(low, high)])
+
+
+class _Columns:
+    """A chunk of the range's records, column by column: txids, payloads, positions in
+    their segments (with each segment's first sequence id, by runs of rows) and the DLSN
+    texts, which are all :data:`_DLSN_CHARS` long, back to back."""
+
+    __slots__ = ("payloads", "positions", "rows", "runs", "texts", "txids")
+
+    def __init__(self) -> None:
+        self.txids: list[int] = []
+        self.payloads: list[bytes] = []
+        self.positions: list[int] = []
+        self.texts: list[str] = []
+        self.runs: list[list[int]] = []  # [rows, start sequence id of their segment]
+        self.rows = 0
+
+    def add(
+        self,
+        txids: Sequence[int],
+        payloads: Sequence[bytes],
+        positions: Sequence[int],
+        texts: str,
+        start_sequence_id: int,
+    ) -> None:
+        count = len(txids)
+        if not count:
+            return
+        self.txids.extend(txids)
+        self.payloads.extend(payloads)
+        self.positions.extend(positions)
+        self.texts.append(texts)
+        if self.runs and self.runs[-1][1] == start_sequence_id:
+            self.runs[-1][0] += count
+        else:
+            self.runs.append([count, start_sequence_id])
+        self.rows += count
+
+    def batch(self, pa: Any, schema: Any, name: str) -> Any:
+        """The chunk as an Arrow record batch of the source's schema."""
+        compute = importlib.import_module("pyarrow.compute")
+        rows = self.rows
+        positions = pa.array(self.positions, pa.int64())
+        sequences, done = [], 0
+        for count, first in self.runs:  # sequence id = first + position - 1
+            sequences.append(compute.add(positions.slice(done, count), first - 1))
+            done += count
+        data = "".join(self.texts).encode("ascii")
+        assert len(data) == rows * _DLSN_CHARS, "every DLSN text is 36 characters"
+        offsets = pa.array(range(0, len(data) + 1, _DLSN_CHARS), pa.int32())
+        dlsns = pa.StringArray.from_buffers(rows, offsets.buffers()[1], pa.py_buffer(data))
+        arrays = [
+            pa.repeat(pa.scalar(name, pa.string()), rows),
+            pa.array(self.txids, pa.int64()),
+            dlsns,
+            pa.concat_arrays(sequences) if len(sequences) > 1 else sequences[0],
+            pa.array(self.payloads, pa.binary()),
+        ]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 class Positions:
