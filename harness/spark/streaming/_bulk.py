@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import importlib
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import unquote
@@ -29,7 +29,7 @@ from harness.log.namespace import LEVELDB_SCHEME
 from harness.log.record import FLAG_CONTROL, FLAG_END_OF_STREAM, StoredRecord
 from harness.log.storage.base import LogMetadata, LogStorage, SegmentMetadata, Truncation
 
-__all__ = ["Positions", "Scan", "arrow_schema", "fast_path", "open_storage"]
+__all__ = ["RELEASE_RECORDS", "Positions", "Scan", "arrow_schema", "fast_path", "open_storage"]
 
 _PREFIX: Final = struct.Struct(">bqq")  # version 1, segment, entry: 17 of a DLSN's 25 bytes
 _SLOT_PAD: Final = bytes(7)  # a slot below 256: seven zero bytes, then the slot's byte
@@ -39,6 +39,10 @@ _V1: Final = struct.Struct(">bqqq")
 _DLSN_CHARS: Final = 36  # the Base64 text of a DLSN's 25 bytes
 
 Entry = tuple[SegmentMetadata, int, tuple[StoredRecord, ...]]
+
+RELEASE_RECORDS: Final = 16384
+"""A scan that shares its log with other readers lets go of it after this many records."""
+_WINDOW_ENTRIES: Final = 256  # entries read from the storage at a time
 
 
 def open_storage(uri: str, log: str) -> LogStorage:
@@ -87,18 +91,38 @@ class Scan:
     :attr:`end_of_stream` whether the log's end-of-stream marker stopped it.
     """
 
-    def __init__(self, storage: LogStorage, name: str, start: DLSN, end: DLSN) -> None:
-        self.storage = storage
+    def __init__(
+        self,
+        storage: LogStorage,
+        name: str,
+        start: DLSN,
+        end: DLSN,
+        *,
+        reopen: Callable[[], LogStorage] | None = None,
+    ) -> None:
+        self.storage: LogStorage | None = storage
+        self.metadata = storage.metadata
         self.name = name
         self.start = start
         self.end = end
         self.last: DLSN | None = None
         self.beyond = False
         self.end_of_stream = False
+        self._reopen = reopen
+        self._held = 0
+
+    def close(self) -> None:
+        """Release the log (if the scan holds it)."""
+        if self.storage is not None:
+            self.storage.close()
+            self.storage = None
 
     def entries(self) -> Iterator[Entry]:
-        """The committed entries from ``start``'s to ``end``'s, in order."""
-        metadata = self.storage.metadata
+        """The committed entries from ``start``'s to ``end``'s, in order, read a window at a
+        time. With ``reopen``, the scan shares the log with readers in other processes:
+        it closes the log after every :data:`RELEASE_RECORDS` records it read and takes it
+        again with ``reopen()`` for the next window (committed entries do not change)."""
+        metadata = self.metadata
         committed = metadata.committed
         if committed is None:
             return
@@ -115,19 +139,30 @@ class Scan:
                 last = min(last, committed[1])
             if number == end.segment:
                 last = min(last, end.entry)
-            if last < first:
-                continue
             expected = first
-            for entry, records in self.storage.read_entries(number, first, last):
-                if entry != expected:
-                    break
-                expected = entry + 1
-                yield segment, entry, records
-            if expected <= last:
-                raise CorruptData(
-                    f"log {self.name!r} is missing entry {expected} of segment {number} "
-                    "below its committed point; the stored log is damaged"
-                )
+            while expected <= last:
+                upper = min(last, expected + _WINDOW_ENTRIES - 1)
+                for entry, records in self._window(number, expected, upper):
+                    if entry != expected:
+                        break
+                    expected = entry + 1
+                    yield segment, entry, records
+                if expected <= upper:
+                    raise CorruptData(
+                        f"log {self.name!r} is missing entry {expected} of segment {number} "
+                        "below its committed point; the stored log is damaged"
+                    )
+
+    def _window(self, number: int, first: int, last: int) -> list[tuple[int, Any]]:
+        if self.storage is None:
+            assert self._reopen is not None, "only a scan with reopen lets go of its log"
+            self.storage = self._reopen()
+        window = list(self.storage.read_entries(number, first, last))
+        self._held += sum(len(records) for _, records in window)
+        if self._reopen is not None and self._held >= RELEASE_RECORDS:
+            self.close()
+            self._held = 0
+        return window
 
     def _slots(self, number: int, entry: int, flags: Sequence[int]) -> range:
         """The slots of an entry (its records' ``flags``) inside the range, up to an
