@@ -209,6 +209,21 @@ def _outcome(read: Any) -> Any:
         return type(exc)
 
 
+def _drawn_log(
+    where: Path, ops: list[tuple[int, str]], sealed: bool, truncate_at: int
+) -> tuple[str, list[Any], list[DLSN]]:
+    """The log of :func:`_build_log` under ``where``: its URI, its committed records and the
+    points to draw ranges from (every record's DLSN and the next, and one past the end,
+    where a range is gone)."""
+    uri = leveldb_uri(where / "ns")
+    _build_log(uri, ops, sealed, truncate_at)
+    with open_namespace(uri) as namespace, namespace.open_log("a") as manager:
+        records = _committed_records(manager)
+    points = sorted({DLSN.INITIAL, *(r.dlsn for r in records), *(r.dlsn.next() for r in records)})
+    points.append(DLSN(points[-1].segment + 1, 0, 0))
+    return uri, records, points
+
+
 @settings(max_examples=40, deadline=None)
 @given(ops=_LOG_OPS, sealed=st.booleans(), truncate_at=st.integers(0, 6), data=st.data())
 def test_bulk_reads_give_exactly_the_reader_s_rows_and_errors(
@@ -218,12 +233,7 @@ def test_bulk_reads_give_exactly_the_reader_s_rows_and_errors(
     truncate_at: int,
     data: st.DataObject,
 ) -> None:
-    uri = leveldb_uri(tmp_path_factory.mktemp("bulk") / "ns")
-    _build_log(uri, ops, sealed, truncate_at)
-    with open_namespace(uri) as namespace, namespace.open_log("a") as manager:
-        records = _committed_records(manager)
-    points = sorted({DLSN.INITIAL, *(r.dlsn for r in records), *(r.dlsn.next() for r in records)})
-    points.append(DLSN(points[-1].segment + 1, 0, 0))  # past the end: the range is gone
+    uri, records, points = _drawn_log(tmp_path_factory.mktemp("bulk"), ops, sealed, truncate_at)
     start = data.draw(st.sampled_from(points), label="start")
     end = data.draw(st.sampled_from([p for p in points if p > start] or [start]), label="end")
     expected = _outcome(lambda: _arrow_batches(read_range(uri, "a", start, end)))
@@ -254,12 +264,7 @@ def test_a_split_range_is_read_once_by_partitions_that_cover_it_exactly(
     parts: int,
     data: st.DataObject,
 ) -> None:
-    uri = leveldb_uri(tmp_path_factory.mktemp("split") / "ns")
-    _build_log(uri, ops, sealed, truncate_at)
-    with open_namespace(uri) as namespace, namespace.open_log("a") as manager:
-        records = _committed_records(manager)
-    points = sorted({DLSN.INITIAL, *(r.dlsn for r in records), *(r.dlsn.next() for r in records)})
-    points.append(DLSN(points[-1].segment + 1, 0, 0))  # past the end: the range is gone
+    uri, records, points = _drawn_log(tmp_path_factory.mktemp("split"), ops, sealed, truncate_at)
     start = data.draw(st.sampled_from(points[:-1]), label="start")
     end = data.draw(st.sampled_from([p for p in points if p > start]), label="end")
     inside = [r for r in records if start <= r.dlsn < end]
