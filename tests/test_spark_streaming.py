@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import itertools
 import json
 import os
 import subprocess
@@ -50,6 +51,7 @@ from harness.spark.streaming import (
     StreamResult,
     StreamSchedule,
     Variant,
+    _bulk,
     run_stream,
 )
 from harness.spark.streaming.contract import CONTRACT_CHECKS, ContractFailure, run_contract
@@ -60,13 +62,14 @@ from harness.spark.streaming.datasource import (
     DLogStreamReader,
     SourceOptions,
     _arrow_batches,
-    _end_after,
+    _LogPlan,
     decode_offsets,
     encode_offsets,
     latest_offsets,
     read_arrow,
     read_range,
     register_dlog,
+    split_counts,
 )
 from harness.strategies import stream_schedules
 
@@ -206,6 +209,21 @@ def _outcome(read: Any) -> Any:
         return type(exc)
 
 
+def _drawn_log(
+    where: Path, ops: list[tuple[int, str]], sealed: bool, truncate_at: int
+) -> tuple[str, list[Any], list[DLSN]]:
+    """The log of :func:`_build_log` under ``where``: its URI, its committed records and the
+    points to draw ranges from (every record's DLSN and the next, and one past the end,
+    where a range is gone)."""
+    uri = leveldb_uri(where / "ns")
+    _build_log(uri, ops, sealed, truncate_at)
+    with open_namespace(uri) as namespace, namespace.open_log("a") as manager:
+        records = _committed_records(manager)
+    points = sorted({DLSN.INITIAL, *(r.dlsn for r in records), *(r.dlsn.next() for r in records)})
+    points.append(DLSN(points[-1].segment + 1, 0, 0))
+    return uri, records, points
+
+
 @settings(max_examples=40, deadline=None)
 @given(ops=_LOG_OPS, sealed=st.booleans(), truncate_at=st.integers(0, 6), data=st.data())
 def test_bulk_reads_give_exactly_the_reader_s_rows_and_errors(
@@ -215,20 +233,91 @@ def test_bulk_reads_give_exactly_the_reader_s_rows_and_errors(
     truncate_at: int,
     data: st.DataObject,
 ) -> None:
-    uri = leveldb_uri(tmp_path_factory.mktemp("bulk") / "ns")
-    _build_log(uri, ops, sealed, truncate_at)
-    with open_namespace(uri) as namespace, namespace.open_log("a") as manager:
-        records = _committed_records(manager)
-    points = sorted({DLSN.INITIAL, *(r.dlsn for r in records), *(r.dlsn.next() for r in records)})
-    points.append(DLSN(points[-1].segment + 1, 0, 0))  # past the end: the range is gone
+    uri, records, points = _drawn_log(tmp_path_factory.mktemp("bulk"), ops, sealed, truncate_at)
     start = data.draw(st.sampled_from(points), label="start")
     end = data.draw(st.sampled_from([p for p in points if p > start] or [start]), label="end")
     expected = _outcome(lambda: _arrow_batches(read_range(uri, "a", start, end)))
     assert _outcome(lambda: read_arrow(uri, "a", start, end)) == expected
     inside = [r for r in records if start <= r.dlsn < end]
+    # planning: how many records the range holds, from sequence ids
+    with _LogPlan(uri, "a", start, end, 1.0) as plan:
+        assert plan.count() == len(inside)
     if inside:  # planning: the end of a batch of n records, from the storage in bulk
         count = data.draw(st.integers(1, len(inside)), label="count")
-        assert _end_after(uri, "a", start, end, count, 1.0) == inside[count - 1].dlsn.next()
+        with _LogPlan(uri, "a", start, end, 1.0) as plan:
+            assert plan.end_after(count) == inside[count - 1].dlsn.next()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    ops=_LOG_OPS,
+    sealed=st.booleans(),
+    truncate_at=st.integers(0, 6),
+    parts=st.integers(1, 5),
+    data=st.data(),
+)
+def test_a_split_range_is_read_once_by_partitions_that_cover_it_exactly(
+    tmp_path_factory: pytest.TempPathFactory,
+    ops: list[tuple[int, str]],
+    sealed: bool,
+    truncate_at: int,
+    parts: int,
+    data: st.DataObject,
+) -> None:
+    uri, records, points = _drawn_log(tmp_path_factory.mktemp("split"), ops, sealed, truncate_at)
+    start = data.draw(st.sampled_from(points[:-1]), label="start")
+    end = data.draw(st.sampled_from([p for p in points if p > start]), label="end")
+    inside = [r for r in records if start <= r.dlsn < end]
+    with _LogPlan(uri, "a", start, end, 1.0) as plan:
+        by_positions = plan.positions is not None
+        bounds = plan.bounds(plan.count(), parts)
+    # consecutive half-open ranges from start to end: no gap, no overlap
+    assert bounds[0] == start and bounds[-1] == end
+    assert all(a < b for a, b in itertools.pairwise(bounds))
+    assert len(bounds) - 1 == (max(1, min(parts, len(inside))) if by_positions else 1)
+    whole = _outcome(lambda: read_arrow(uri, "a", start, end))
+    with pytest.MonkeyPatch.context() as patch:  # let go of the log after every window
+        patch.setattr(_bulk, "RELEASE_RECORDS", 1)
+        pieces = [
+            _outcome(lambda a=a, b=b: read_arrow(uri, "a", a, b, shared=True))
+            for a, b in itertools.pairwise(bounds)
+        ]
+    if len(pieces) == 1:
+        assert pieces == [whole]
+    elif not isinstance(whole, list):  # the range is gone: its last piece fails the same way
+        assert pieces[-1] == whole and all(isinstance(piece, list) for piece in pieces[:-1])
+    else:  # every record once, in order, in pieces as even as whole records allow
+        assert [row for piece in pieces for row in piece] == whole
+        assert [row["sequence_id"] for row in whole] == [r.sequence_id for r in inside]
+        sizes = [len(piece) for piece in pieces]
+        assert max(sizes) - min(sizes) <= 1 and min(sizes) >= 1
+
+
+def test_partitions_split_a_log_while_there_are_fewer_than_the_minimum() -> None:
+    assert split_counts({"a": 100, "b": 0}, 2, 10) == {"a": 2}
+    assert split_counts({"a": 100, "b": 30}, 3, 10) == {"a": 2, "b": 1}
+    assert split_counts({"a": 100, "b": 30}, 4, 10) == {"a": 3, "b": 1}
+    assert split_counts({"a": 19, "b": 19}, 4, 10) == {"a": 1, "b": 1}  # 9 each: too few
+    assert split_counts({"a": 40, "b": 40}, 3, 10) == {"a": 2, "b": 1}  # name order breaks ties
+    assert split_counts({"a": 100, "b": 30}, 1, 10) == {"a": 1, "b": 1}
+
+
+def test_the_stream_reader_splits_a_lone_log_into_shared_partitions(tmp_path: Path) -> None:
+    uri = leveldb_uri(tmp_path / "ns")
+    write_records(uri, "a", 0, 7)
+    options = SourceOptions(uri=uri, logs=["a"], min_partitions=3, split_least=2)
+    reader = DLogStreamReader(options)
+    start, end = reader.initialOffset(), encode_offsets({"a": DLSN(1, 0, 7)})
+    parts = [p for p in reader.partitions(start, end) if isinstance(p, DLogPartition)]
+    assert [(p.start, p.end, p.shared) for p in parts] == [
+        (DLSN(1, 0, 0).to_json(), DLSN(1, 0, 2).to_json(), True),
+        (DLSN(1, 0, 2).to_json(), DLSN(1, 0, 4).to_json(), True),
+        (DLSN(1, 0, 4).to_json(), DLSN(1, 0, 7).to_json(), True),
+    ]
+    rows = [row for p in parts for batch in reader.read(p) for row in batch.to_pylist()]
+    assert [row["sequence_id"] for row in rows] == list(range(7))
+    unsplit = DLogStreamReader(SourceOptions(uri=uri, logs=["a"], min_partitions=1))
+    assert len(unsplit.partitions(start, end)) == 1
 
 
 def test_a_range_that_is_gone_fails_instead_of_reading_less(tmp_path: Path) -> None:

@@ -25,11 +25,14 @@ committed records with ``start <= dlsn < end``. The initial offset is
 :attr:`DLSN.INITIAL` for every log; an end offset is always the ``DLSN.next()`` of a user
 record, so ranges of consecutive batches neither overlap nor leave gaps.
 
-**Partitions**: one per log whose range is not empty. ``read`` opens a reader at the
-partition's start and stops before its end, so the same offsets always give the same rows
-(a deterministic replay); a range that the log can no longer serve (its records were
-truncated or lost) fails with :class:`~harness.errors.LogReadException` instead of giving
-fewer rows.
+**Partitions**: one per log whose range is not empty; with option ``minPartitions`` above
+the number of such logs, the ranges with the most records per partition are split
+(:func:`split_counts`, pieces of at least :data:`SPLIT_LEAST_RECORDS` records, as even as
+whole records allow) at the DLSNs of records found by sequence id, so the pieces cover the
+range exactly, without a gap or an overlap. ``read`` reads from the partition's start to
+before its end, so the same offsets always give the same rows (a deterministic replay); a
+range that the log can no longer serve (its records were truncated or lost) fails with
+:class:`~harness.errors.LogReadException` instead of giving fewer rows.
 
 **Options** (names are case-insensitive, values strings):
 
@@ -37,11 +40,15 @@ fewer rows.
     The namespace, ``distributedlog-leveldb:///ABSOLUTE/PATH``. Memory namespaces are
     refused: Spark reads in other processes, which cannot see this process's memory.
 ``logs`` (required)
-    Comma-separated log names; one input partition per log.
+    Comma-separated log names; one input partition per log (see ``minPartitions``).
 ``maxRecordsPerBatch``
     At most this many records per micro-batch, over all logs (shared out round-robin in
     log-name order, :func:`share_round_robin`); default: everything available.
     ``Trigger.AvailableNow`` honours it too.
+``minPartitions``
+    Read each batch in at least this many partitions where the logs' ranges hold enough
+    records (default 1: one per log). Partitions of one log are read by processes that take
+    turns at it; see :data:`DEFAULT_MIN_PARTITIONS` for why that is not the default.
 ``lockWaitSeconds``
     The LevelDB backend serves a log to one process at a time (``docs/log.md``); a reader that
     finds the log held by another process retries for this long (default 10) before failing
@@ -57,7 +64,9 @@ subclass pyspark's); ``import harness`` never imports it.
 from __future__ import annotations
 
 import base64
+import contextlib
 import importlib
+import itertools
 import json
 import struct
 import time
@@ -101,7 +110,14 @@ from harness.log.dlsn import DLSN
 from harness.log.manager import LogManager
 from harness.log.namespace import LEVELDB_SCHEME, Namespace, open_namespace
 from harness.log.reader import LogReader
-from harness.spark.streaming._bulk import Scan, arrow_schema, fast_path, open_storage
+from harness.log.storage.base import LogStorage
+from harness.spark.streaming._bulk import (
+    Positions,
+    Scan,
+    arrow_schema,
+    fast_path,
+    open_storage,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -109,7 +125,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ARROW_BATCH_ROWS",
+    "DEFAULT_MIN_PARTITIONS",
     "SCHEMA_DDL",
+    "SPLIT_LEAST_RECORDS",
     "SOURCE_NAME",
     "DLogBatchReader",
     "DLogDataSource",
@@ -124,6 +142,7 @@ __all__ = [
     "read_arrow",
     "read_range",
     "share_round_robin",
+    "split_counts",
     "register_dlog",
 ]
 
@@ -135,6 +154,16 @@ SCHEMA_DDL: Final = "log string, txid bigint, dlsn string, sequence_id bigint, p
 
 ARROW_BATCH_ROWS: Final = 4096
 """Rows per Arrow record batch that ``read`` hands to Spark."""
+
+DEFAULT_MIN_PARTITIONS: Final = 1
+"""Partitions a batch is read in at least (option ``minPartitions``), where its logs' ranges
+hold enough records; by default one per log. Above the number of logs, processes take turns
+at the same log (the LevelDB backend serves a log to one process at a time), which the
+backend's open does not yet survive reliably (see ``docs/streaming.md``)."""
+
+SPLIT_LEAST_RECORDS: Final = 16384
+"""A log's range is split only into partitions of at least this many records: a partition
+costs a Python task and an open of the log."""
 
 _DEFAULT_LOCK_WAIT_S: Final = 10.0
 _DLSN_V1: Final = struct.Struct(">bqqq")  # DLSN.serialize_bytes(), inlined for the read loop
@@ -191,7 +220,16 @@ def _retrying(action: Callable[[], _T], wait_s: float) -> _T:
 class SourceOptions:
     """The data source's options, validated; see the module docstring."""
 
-    __slots__ = ("ending", "lock_wait_s", "logs", "max_records", "starting", "uri")
+    __slots__ = (
+        "ending",
+        "lock_wait_s",
+        "logs",
+        "max_records",
+        "min_partitions",
+        "split_least",
+        "starting",
+        "uri",
+    )
 
     def __init__(
         self,
@@ -202,6 +240,8 @@ class SourceOptions:
         lock_wait_s: float = _DEFAULT_LOCK_WAIT_S,
         starting: Offsets | None = None,
         ending: Offsets | None = None,
+        min_partitions: int = DEFAULT_MIN_PARTITIONS,
+        split_least: int = SPLIT_LEAST_RECORDS,
     ) -> None:
         if not isinstance(uri, str) or not uri.startswith(f"{LEVELDB_SCHEME}:///"):
             raise ConfigError(
@@ -220,8 +260,13 @@ class SourceOptions:
             raise ConfigError(
                 f"option 'maxRecordsPerBatch' must be an integer >= 1, got {max_records!r}"
             )
+        for name, value in (("minPartitions", min_partitions), ("split_least", split_least)):
+            if type(value) is not int or value < 1:
+                raise ConfigError(f"option {name!r} must be an integer >= 1, got {value!r}")
         self.uri = uri
         self.logs = names
+        self.min_partitions = min_partitions
+        self.split_least = split_least
         self.max_records = max_records
         self.lock_wait_s = lock_wait_s
         self.starting = starting
@@ -236,6 +281,7 @@ class SourceOptions:
             "logs",
             "maxrecordsperbatch",
             "lockwaitseconds",
+            "minpartitions",
             "startingoffsets",
             "endingoffsets",
             "path",
@@ -244,7 +290,8 @@ class SourceOptions:
         if unknown:
             raise ConfigError(
                 f"unknown dlog option(s) {unknown}; the options are uri, logs, "
-                "maxRecordsPerBatch, lockWaitSeconds, startingOffsets, endingOffsets"
+                "maxRecordsPerBatch, minPartitions, lockWaitSeconds, startingOffsets, "
+                "endingOffsets"
             )
         uri = lowered.get("uri") or lowered.get("path")
         if not uri:
@@ -259,6 +306,7 @@ class SourceOptions:
                 "e.g. .option('logs', 'orders,payments')"
             )
         max_records = _int_option(lowered, "maxrecordsperbatch", "maxRecordsPerBatch")
+        min_partitions = _int_option(lowered, "minpartitions", "minPartitions")
         wait = lowered.get("lockwaitseconds")
         lock_wait_s = _DEFAULT_LOCK_WAIT_S
         if wait is not None:
@@ -275,6 +323,7 @@ class SourceOptions:
             lock_wait_s=lock_wait_s,
             starting=_offsets_option(lowered, "startingoffsets", "startingOffsets"),
             ending=_offsets_option(lowered, "endingoffsets", "endingOffsets"),
+            min_partitions=DEFAULT_MIN_PARTITIONS if min_partitions is None else min_partitions,
         )
 
 
@@ -338,61 +387,100 @@ def _sequence_at(manager: LogManager, position: DLSN) -> int | None:
     return None if record is None else record.sequence_id
 
 
-def _count(uri: str, log: str, start: DLSN, cap: DLSN, wait_s: float) -> int:
-    """How many records of ``log`` lie in ``[start, cap)``: a difference of sequence ids, so
-    two one-record reads, whatever the count."""
+@final
+class _LogPlan:
+    """One log's records in ``[start, cap)`` for planning: counted and located by sequence
+    id from the log's storage (:class:`Positions`, one open of the log for a whole plan),
+    or through readers where the range touches a truncated segment (whose rules a reader
+    applies) or the log does not exist. Close it to release the log."""
 
-    def count() -> int:
-        with open_namespace(uri) as namespace:
-            if not namespace.log_exists(log):
+    def __init__(self, uri: str, log: str, start: DLSN, cap: DLSN, wait_s: float) -> None:
+        self.uri, self.log, self.start, self.cap, self.wait_s = uri, log, start, cap, wait_s
+        self.positions: Positions | None = _retrying(self._open, wait_s)
+
+    def _open(self) -> Positions | None:
+        try:
+            storage = open_storage(self.uri, self.log)
+        except LogNotFound:
+            return None
+        if not fast_path(storage.metadata, self.start, self.cap):
+            storage.close()
+            return None
+        return Positions(storage, self.log)
+
+    def close(self) -> None:
+        if self.positions is not None:
+            self.positions.storage.close()
+            self.positions = None
+
+    def __enter__(self) -> _LogPlan:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def count(self) -> int:
+        """How many records lie in the range: a difference of sequence ids."""
+        at = self.positions
+        if at is not None:
+            return max(0, at.users_before(self.cap) - at.users_before(self.start))
+        return _retrying(self._count_reading, self.wait_s)
+
+    def _count_reading(self) -> int:
+        with open_namespace(self.uri) as namespace:
+            if not namespace.log_exists(self.log):
                 return 0
-            with namespace.open_log(log) as manager:
-                first = _sequence_at(manager, start)
+            with namespace.open_log(self.log) as manager:
+                first = _sequence_at(manager, self.start)
                 if first is None:
                     return 0
-                after = _sequence_at(manager, cap)
+                after = _sequence_at(manager, self.cap)
                 if after is None:  # cap is at or past the log's end
                     after = max(s.start_sequence_id + s.record_count for s in manager.segments())
                 return max(0, after - first)
 
-    return _retrying(count, wait_s)
-
-
-def _end_after(uri: str, log: str, start: DLSN, cap: DLSN, count: int, wait_s: float) -> DLSN:
-    """The offset just after the ``count``-th record of ``log`` from ``start`` (below
-    ``cap``): from the log's storage in bulk, or through a reader where truncated segments
-    decide where reading starts."""
-
-    def fast() -> DLSN | None:
-        storage = open_storage(uri, log)
-        try:
-            if not fast_path(storage.metadata, start, cap):
-                return None
-            found = Scan(storage, log, start, cap).end_after(count)
-        finally:
-            storage.close()
-        if found is None:
+    def end_after(self, count: int) -> DLSN:
+        """The offset just after the range's ``count``-th record."""
+        at = self.positions
+        if at is not None:
+            last = at.dlsn_of(at.users_before(self.start) + count - 1)
+        else:
+            last = _retrying(lambda: self._nth_reading(count), self.wait_s)
+        if last is None or last >= self.cap:
             raise LogReadException(
-                f"log {log!r} in {uri} has fewer than {count} records from {start}, the "
-                "number it had a moment ago: was it truncated while being read?"
+                f"log {self.log!r} in {self.uri} has fewer than {count} records from "
+                f"{self.start} below {self.cap}, the number it had a moment ago: was it "
+                "truncated while being read?"
             )
-        return found
+        return last.next()
 
-    def scan() -> DLSN:
+    def bounds(self, count: int, parts: int) -> list[DLSN]:
+        """``start``, the DLSNs of the records that begin partitions 2 to ``parts`` of the
+        range's ``count`` records (as even as whole records allow), and ``cap``: ``parts``
+        ranges that cover ``[start, cap)`` without a gap or an overlap, none empty. The whole
+        range (one part) where a reader decides (:attr:`positions` is None)."""
+        at = self.positions
+        parts = min(parts, count)
+        if at is None or parts <= 1:
+            return [self.start, self.cap]
+        first = at.users_before(self.start)
+        inner = [at.dlsn_of(first + (index * count) // parts) for index in range(1, parts)]
+        if any(dlsn is None or not self.start < dlsn < self.cap for dlsn in inner):
+            raise LogReadException(
+                f"log {self.log!r} in {self.uri} has fewer than {count} records in "
+                f"[{self.start}, {self.cap}), the number it had a moment ago: was it truncated "
+                "while being read?"
+            )
+        return [self.start, *(d for d in inner if d is not None), self.cap]
+
+    def _nth_reading(self, count: int) -> DLSN | None:
         with (
-            open_namespace(uri) as namespace,
-            namespace.open_log(log) as manager,
-            manager.open_reader(start) as reader,
+            open_namespace(self.uri) as namespace,
+            namespace.open_log(self.log) as manager,
+            manager.open_reader(self.start) as reader,
         ):
             records = reader.read_bulk(count)
-        if len(records) < count:
-            raise LogReadException(
-                f"log {log!r} in {uri} has {len(records)} records from {start}, fewer than the "
-                f"{count} it had a moment ago: was it truncated while being read?"
-            )
-        return records[-1].dlsn.next()
-
-    return _retrying(fast, wait_s) or _retrying(scan, wait_s)
+        return records[-1].dlsn if len(records) == count else None
 
 
 def share_round_robin(available: Mapping[str, int], budget: int) -> dict[str, int]:
@@ -422,25 +510,30 @@ def plan_batch_end(
     ``max_rows`` records over all logs (None: no limit), shared out round-robin in log-name
     order (:func:`share_round_robin`), so the same log contents always give the same
     batches. Without a limit this reads only metadata; with one, it counts each log's
-    records by sequence ids and reads through a log only where the batch ends inside it."""
+    records by sequence ids and finds where a batch ends inside a log by a binary search
+    over its entries (:class:`Positions`; readers where a truncated segment is in range)."""
     logs = sorted(settings.logs)
     begin = {log: start.get(log, DLSN.INITIAL) for log in logs}
     if max_rows is None:
         return {log: max(begin[log], cap[log]) for log in logs}
-    wait = settings.lock_wait_s
-    available = {
-        log: _count(settings.uri, log, begin[log], cap[log], wait) if cap[log] > begin[log] else 0
-        for log in logs
-    }
-    taken = share_round_robin(available, max_rows)
-    end: Offsets = {}
-    for log in logs:
-        if taken[log] == 0:
-            end[log] = begin[log]
-        elif taken[log] == available[log]:
-            end[log] = cap[log]
-        else:
-            end[log] = _end_after(settings.uri, log, begin[log], cap[log], taken[log], wait)
+    with contextlib.ExitStack() as stack:
+        plans = {
+            log: stack.enter_context(
+                _LogPlan(settings.uri, log, begin[log], cap[log], settings.lock_wait_s)
+            )
+            for log in logs
+            if cap[log] > begin[log]
+        }
+        available = {log: plans[log].count() if log in plans else 0 for log in logs}
+        taken = share_round_robin(available, max_rows)
+        end: Offsets = {}
+        for log in logs:
+            if taken[log] == 0:
+                end[log] = begin[log]
+            elif taken[log] == available[log]:
+                end[log] = cap[log]
+            else:
+                end[log] = plans[log].end_after(taken[log])
     return end
 
 
@@ -496,12 +589,20 @@ def _check_reached(
 
 
 def read_arrow(
-    uri: str, log: str, start: DLSN, end: DLSN, *, lock_wait_s: float = _DEFAULT_LOCK_WAIT_S
+    uri: str,
+    log: str,
+    start: DLSN,
+    end: DLSN,
+    *,
+    lock_wait_s: float = _DEFAULT_LOCK_WAIT_S,
+    shared: bool = False,
 ) -> Iterator[Any]:
     """The rows of :func:`read_range` as Arrow record batches of about
     :data:`ARROW_BATCH_ROWS` rows, decoded in bulk from the log's storage (through a reader
     where a truncated segment decides where reading starts); the same rows, the same
-    errors."""
+    errors. ``shared``: other processes read other ranges of the log at the same time (a
+    split partition), so the log is let go of every :data:`RELEASE_RECORDS` records and
+    taken again (waiting up to ``lock_wait_s``), instead of held to the end."""
     if end <= start:
         return
     try:
@@ -513,12 +614,23 @@ def read_arrow(
             storage.close()
         yield from _arrow_batches(read_range(uri, log, start, end, lock_wait_s=lock_wait_s))
         return
+
+    def reopen() -> LogStorage:
+        again = _retrying(lambda: open_storage(uri, log), lock_wait_s)
+        if not fast_path(again.metadata, start, end):
+            again.close()
+            raise LogReadException(
+                f"log {log!r} in {uri} was truncated inside [{start}, {end}) while the range "
+                "was read; the range cannot be replayed"
+            )
+        return again
+
+    scan = Scan(storage, log, start, end, reopen=reopen if shared else None)
     try:
-        scan = Scan(storage, log, start, end)
         yield from scan.batches(ARROW_BATCH_ROWS)
         _check_reached(uri, log, start, end, scan.last, scan.beyond)
     finally:
-        storage.close()
+        scan.close()
 
 
 def _positioned(uri: str, log: str, start: DLSN) -> tuple[Namespace, LogReader, Any]:
@@ -565,27 +677,45 @@ def _batch(pa: Any, schema: Any, rows: Sequence[tuple[Any, ...]]) -> Any:
 
 
 class DLogPartition(InputPartition):
-    """One log's range ``[start, end)`` of one batch (both DLSNs in JSON form)."""
+    """One log's range ``[start, end)`` of one batch (both DLSNs in JSON form); ``shared``
+    when other partitions of the batch read other ranges of the same log."""
 
-    def __init__(self, log: str, start: dict[str, int], end: dict[str, int]) -> None:
+    def __init__(
+        self, log: str, start: dict[str, int], end: dict[str, int], shared: bool = False
+    ) -> None:
         super().__init__(log)
         self.log = log
         self.start = start
         self.end = end
+        self.shared = shared
+
+    def _key(self) -> tuple[str, str, str, bool]:
+        return (self.log, json.dumps(self.start), json.dumps(self.end), self.shared)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, DLogPartition) and (self.log, self.start, self.end) == (
-            other.log,
-            other.start,
-            other.end,
-        )
+        return isinstance(other, DLogPartition) and self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.log, json.dumps(self.start), json.dumps(self.end)))
+        return hash(self._key())
+
+
+def split_counts(available: Mapping[str, int], min_partitions: int, least: int) -> dict[str, int]:
+    """How many partitions each log with records is read in: one each; while there are
+    fewer than ``min_partitions``, one more for the log with the most records per partition
+    (the first in the mapping's order among equals), as long as each of its partitions
+    keeps at least ``least`` records. A pure function of its arguments."""
+    parts = {log: 1 for log, count in available.items() if count > 0}
+    while sum(parts.values()) < min_partitions:
+        splittable = [log for log in parts if available[log] // (parts[log] + 1) >= least]
+        if not splittable:
+            break
+        widest = max(splittable, key=lambda log: available[log] / parts[log])
+        parts[widest] += 1
+    return parts
 
 
 def _partitions(settings: SourceOptions, start: Offsets, end: Offsets) -> list[DLogPartition]:
-    parts = []
+    ranges: dict[str, tuple[DLSN, DLSN]] = {}
     for log in sorted(settings.logs):
         begin = start.get(log, DLSN.INITIAL)
         stop = end.get(log, begin)
@@ -596,7 +726,24 @@ def _partitions(settings: SourceOptions, start: Offsets, end: Offsets) -> list[D
                 "namespace?)"
             )
         if stop > begin:
-            parts.append(DLogPartition(log, begin.to_json(), stop.to_json()))
+            ranges[log] = (begin, stop)
+    if len(ranges) >= settings.min_partitions:
+        return [DLogPartition(log, b.to_json(), e.to_json()) for log, (b, e) in ranges.items()]
+    parts: list[DLogPartition] = []
+    with contextlib.ExitStack() as stack:
+        plans = {
+            log: stack.enter_context(_LogPlan(settings.uri, log, b, e, settings.lock_wait_s))
+            for log, (b, e) in ranges.items()
+        }
+        # a range a reader must decide (a truncated segment in it) is read whole
+        counts = {log: plan.count() if plan.positions else 1 for log, plan in plans.items()}
+        pieces = split_counts(counts, settings.min_partitions, settings.split_least)
+        for log, plan in plans.items():
+            bounds = plan.bounds(counts[log], pieces[log])
+            parts.extend(
+                DLogPartition(log, b.to_json(), e.to_json(), shared=len(bounds) > 2)
+                for b, e in itertools.pairwise(bounds)
+            )
     return parts
 
 
@@ -609,6 +756,7 @@ def _read_partition(settings: SourceOptions, partition: InputPartition) -> Itera
         DLSN.from_json(partition.start),
         DLSN.from_json(partition.end),
         lock_wait_s=settings.lock_wait_s,
+        shared=partition.shared,
     )
 
 
@@ -618,6 +766,7 @@ class DLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, settings: SourceOptions) -> None:
         self.settings = settings
         self._target: Offsets | None = None
+        self._seen: Offsets | None = None
 
     def initialOffset(self) -> dict[str, Any]:
         return encode_offsets(dict.fromkeys(self.settings.logs, DLSN.INITIAL))
@@ -637,7 +786,7 @@ class DLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         begin = decode_offsets(start, what="start offset")
-        cap = self._target if self._target is not None else self._latest()
+        cap = self._seen = self._target if self._target is not None else self._latest()
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         end = plan_batch_end(self.settings, begin, cap, max_rows)
         if all(end[log] == begin.get(log, DLSN.INITIAL) for log in end) and set(begin) >= set(end):
@@ -645,7 +794,11 @@ class DLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return encode_offsets(end)
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
-        return encode_offsets(self._latest())
+        """The newest offsets the last :meth:`latestOffset` planned against (under
+        ``Trigger.AvailableNow``, its target), as Spark's Kafka source reports them: Spark
+        asks right after planning, for its progress metrics only, and looking again would
+        open every log once more per batch."""
+        return encode_offsets(self._seen if self._seen is not None else self._latest())
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         return _partitions(
