@@ -14,7 +14,10 @@ offset store both go through :func:`open_leveldb` and :func:`close_leveldb`):
   in mid-write and silently drops its tail; the next :func:`open_leveldb` compares the files
   with the seal and raises :class:`~harness.errors.CorruptData` when one is shorter or gone,
   so committed data never vanishes quietly. A process that dies leaves no seal (its losses
-  are the crash semantics LevelDB promises), and neither does ``checks=False``;
+  are the crash semantics LevelDB promises), and neither does ``checks=False``. Checking the
+  seal and opening, and closing and sealing, are each one step between processes (an flock on
+  :data:`SEAL_LOCK_NAME`), so processes racing for one directory get the database or
+  :class:`~harness.errors.StoreLocked`, never an error of a half-read seal;
 * every plyvel error becomes a :class:`~harness.errors.HarnessError` naming the directory
   (:func:`leveldb_error`): :class:`~harness.errors.CorruptData` for damage,
   :class:`~harness.errors.StoreLocked` for a held lock, :class:`~harness.errors.StorageFailed`
@@ -29,7 +32,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -48,6 +52,7 @@ if TYPE_CHECKING:
     import plyvel
 
 __all__ = [
+    "SEAL_LOCK_NAME",
     "SEAL_NAME",
     "VERIFY",
     "close_leveldb",
@@ -63,9 +68,14 @@ SEAL_NAME: Final = "HARNESS-SEAL"
 VERIFY: Final[Mapping[str, bool]] = {"verify_checksums": True}
 """Keyword arguments of every checked read (``db.get(key, **VERIFY)``, ``db.iterator(...)``)."""
 
+SEAL_LOCK_NAME: Final = "HARNESS-SEAL.lock"
+"""The file whose lock makes opening and closing one step each between processes."""
+
 _SEAL_FORMAT: Final = 1
 # Opening (seal check, then plyvel) and closing (plyvel, then seal) are one step each for the
-# threads of this process, so that no thread reads a seal another is writing.
+# threads of this process, and, through an flock on SEAL_LOCK_NAME, for other processes: no
+# one reads a seal another is writing, unlinks one another has unlinked, or opens the database
+# between another's close and its seal (whose sizes would then describe the opener's files).
 _SEAL_LOCK = threading.Lock()
 
 
@@ -136,7 +146,7 @@ def open_leveldb(
     """
     plyvel = _plyvel()
     target = _directory(path, create_if_missing=create_if_missing)
-    with _SEAL_LOCK:
+    with _sealing(target, checks=checks):
         if checks:
             _check_seal(target)
         try:
@@ -154,7 +164,7 @@ def open_leveldb(
 
 def close_leveldb(db: plyvel.DB, path: str | os.PathLike[str], *, checks: bool = True) -> None:
     """Close ``db`` (opened on ``path`` by :func:`open_leveldb`) and, with ``checks``, seal it."""
-    with _SEAL_LOCK:
+    with _sealing(Path(path), checks=checks):
         db.close()
         if checks:
             _write_seal(Path(path))
@@ -184,6 +194,41 @@ def scan(
     return found
 
 
+@contextmanager
+def _sealing(directory: Path, *, checks: bool) -> Iterator[None]:
+    """Hold the seal's locks: this process's, then (with ``checks``) the directory's flock.
+
+    Without a directory there is no seal to guard (LevelDB's open creates it, or reports it
+    missing); where the lock file cannot be made (a read-only directory) or flock is missing,
+    the process lock alone remains, as before.
+    """
+    with _SEAL_LOCK:
+        descriptor = _lock_file(directory) if checks else None
+        try:
+            yield
+        finally:
+            if descriptor is not None:
+                os.close(descriptor)  # releases the flock
+
+
+def _lock_file(directory: Path) -> int | None:
+    """An open descriptor of the directory's seal lock file, flocked; or None (see _sealing)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    try:
+        descriptor = os.open(directory / SEAL_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+    except OSError:  # pragma: no cover - a file system without flock
+        os.close(descriptor)
+        return None
+    return descriptor
+
+
 def _directory(path: str | os.PathLike[str], *, create_if_missing: bool) -> Path:
     """``path`` as a usable directory path, or :class:`ConfigError` saying why it is not."""
     text: object = os.fspath(path)
@@ -200,7 +245,7 @@ def _directory(path: str | os.PathLike[str], *, create_if_missing: bool) -> Path
                 "pass a directory path (it is created if missing)"
             )
         if create_if_missing:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            target.mkdir(parents=True, exist_ok=True)  # so its seal lock file can be made
     except OSError as exc:
         raise ConfigError(
             f"cannot use {shown(str(target))} as a LevelDB directory: {exc.strerror}; pass a "

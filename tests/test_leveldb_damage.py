@@ -9,6 +9,7 @@ must be :class:`CorruptData` naming the directory, or exactly what was written.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import pickle
 import random
@@ -16,6 +17,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import plyvel
 import pytest
@@ -23,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness._leveldb import SEAL_NAME
-from harness.errors import CorruptData
+from harness.errors import CorruptData, StoreLocked
 from harness.log import LogRecord, leveldb_uri, open_namespace
 from harness.log.dlsn import DLSN
 from harness.offsets import LevelDBOffsetStore
@@ -248,6 +250,43 @@ def test_a_truncated_write_ahead_log_is_reported_not_read_as_a_shorter_log(
     survivors = read_log(root)
     assert survivors == records_written()[: len(survivors)]
     assert len(survivors) < len(records_written())
+
+
+def _open_and_close(path: Path, cycles: int, results: Any) -> None:
+    """In a child: open, write and close the store ``cycles`` times; the outcomes, counted."""
+    outcomes: dict[str, int] = {}
+    for _ in range(cycles):
+        try:
+            with LevelDBOffsetStore(path) as store:
+                store.put("r", DLSN(1, 1, 1))
+            said = "opened"
+        except StoreLocked:
+            said = "locked"
+        except BaseException as exc:  # every other outcome is the failure this test is about
+            said = f"{type(exc).__name__}: {exc}"
+        outcomes[said] = outcomes.get(said, 0) + 1
+    results.put(outcomes)
+
+
+def test_processes_racing_for_a_sealed_store_get_it_or_store_locked(tmp_path: Path) -> None:
+    # Checking the seal then opening, and closing then sealing, are one step between
+    # processes: without that, one process unlinks a seal another is checking
+    # (FileNotFoundError), or opens between another's close and its seal.
+    path = tmp_path / "store"
+    with LevelDBOffsetStore(path) as store:
+        store.put("r", DLSN(1, 1, 1))
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    children = [context.Process(target=_open_and_close, args=(path, 25, results)) for _ in range(3)]
+    for child in children:
+        child.start()
+    outcomes = [results.get() for _ in children]
+    for child in children:
+        child.join()
+    assert all(set(counts) <= {"opened", "locked"} for counts in outcomes), outcomes
+    assert sum(counts.get("opened", 0) for counts in outcomes) >= 1, outcomes
+    with LevelDBOffsetStore(path) as store:  # and the seal the last one left holds
+        assert store.get("r") == DLSN(1, 1, 1)
 
 
 def test_another_leveldb_client_opening_the_store_voids_the_seal(tmp_path: Path) -> None:
