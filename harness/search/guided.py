@@ -74,17 +74,16 @@ def using(guidance: Guidance | str) -> Iterator[Guidance]:
 
 
 _FAULT_EVENTS: Final = frozenset({EventKind.CRASH, EventKind.ZOMBIE, EventKind.TRUNCATE})
-_NOT_CALLS: Final = frozenset(
-    {EventKind.APPEND, EventKind.ACK, EventKind.START, EventKind.FETCH, EventKind.ROLLBACK}
-)
-"""Events that are not a call the processor made (or are the restart itself)."""
+_NOT_CALLS: Final = frozenset({EventKind.APPEND, EventKind.ACK, EventKind.START, EventKind.FETCH})
+"""Events that are not a call of the processor's (the producer's, a restart's). A machine
+crash's ``rollback`` counts as the point the next fault follows, as it did when measured."""
 
 
 def fault_points(history: History) -> frozenset[tuple[str, str]]:
     """The (fault, point) pairs a run reached before its drain: each crash (``process`` or
     ``machine``), takeover (``zombie``), truncation and duplicate delivery, with the kind
     of the event of the processor's last call before it (``start`` if none since a crash
-    or takeover)."""
+    or takeover; ``rollback`` after a machine crash's lost writes)."""
     found = set()
     last = "start"
     for event in history.events:
