@@ -9,7 +9,8 @@ length of the shrunk counterexample. Every correct subject is then searched with
 under ``--correct-profile`` (default ``dev``; ``nightly`` is the acceptance run) and must pass.
 
 ``--before`` measures the engine without the systematic phase (``systematic=False``: the
-Hypothesis-only search as it was), ``--compare`` measures both in the same run and prints
+Hypothesis phase alone; with ``--guidance none``, the search as it was before either),
+``--compare`` measures both in the same run and prints
 both tables and the totals side by side. ``--guidance none target`` measures the drawn
 phase unguided and targeted (``harness.search.guided``) in the same run, after each other
 for each phase measured; ``--before --guidance none target`` is the comparison that decided
