@@ -9,12 +9,18 @@ length of the shrunk counterexample. Every correct subject is then searched with
 under ``--correct-profile`` (default ``dev``; ``nightly`` is the acceptance run) and must pass.
 
 ``--before`` measures the engine without the systematic phase (``systematic=False``: the
-Hypothesis-only search as it was), ``--compare`` measures both in the same run and prints
-both tables and the totals side by side. Timing figures are noisy on a shared machine; the
-comparison is against a baseline measured in the same run.
+Hypothesis phase alone; with ``--guidance none``, the search as it was before either),
+``--compare`` measures both in the same run and prints
+both tables and the totals side by side. ``--guidance none target`` measures the drawn
+phase unguided and targeted (``harness.search.guided``) in the same run, after each other
+for each phase measured; ``--before --guidance none target`` is the comparison that decided
+the default (with the systematic phase off, the drawn phase alone must find every bug).
+Timing figures are noisy on a shared machine; the comparison is against a baseline measured
+in the same run.
 
     python bench/bench_detection.py --compare              # before/after, dev budget, 20 seeds
-    python bench/bench_detection.py --correct-profile nightly --seeds 1   # no false alarms
+    python bench/bench_detection.py --before --guidance none target --skip-correct
+    python bench/bench_detection.py --skip-buggy --correct-profile nightly   # no false alarms
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from harness.catalogue.pitfalls import PITFALLS
 from harness.catalogue.seeds import SCENARIOS
 from harness.catalogue.toys import TOYS
 from harness.runner import default_seed
+from harness.search.guided import DEFAULT_GUIDANCE, Guidance, using
 from harness.search.profiles import Profile, profile
 from harness.sim.simulator import processor_path
 
@@ -61,23 +68,32 @@ class Row:
         return sum(s is not Status.VALID for s in self.statuses)
 
 
-def search(source: str, subject: Subject, budget: Profile, seeds: int, *, before: bool) -> Row:
+def search(
+    source: str,
+    subject: Subject,
+    budget: Profile,
+    seeds: int,
+    *,
+    before: bool,
+    guidance: Guidance = DEFAULT_GUIDANCE,
+) -> Row:
     statuses, detect, shrunk = [], [], []
     systematic = 0
     base = default_seed(processor_path(subject.processor))
     for i in range(seeds):
         try:
-            explore(
-                subject.processor,
-                guarantee=subject.guarantee,
-                topology=subject.topology,
-                faults=subject.scope,
-                max_examples=budget.max_examples,
-                max_steps=budget.max_steps,
-                seed=base + i * SEED_STRIDE,
-                failures_dir=None,
-                systematic=not before,
-            )
+            with using(guidance):
+                explore(
+                    subject.processor,
+                    guarantee=subject.guarantee,
+                    topology=subject.topology,
+                    faults=subject.scope,
+                    max_examples=budget.max_examples,
+                    max_steps=budget.max_steps,
+                    seed=base + i * SEED_STRIDE,
+                    failures_dir=None,
+                    systematic=not before,
+                )
         except CounterexampleFound as exc:
             failure = exc.failure
             statuses.append(failure.verdict.status)
@@ -121,24 +137,36 @@ def render(rows: Iterable[Row], seeds: int) -> str:
 def totals(rows: Sequence[Row], seeds: int) -> str:
     every = sum(r.found == seeds for r in rows)
     detect = [d for r in rows for d in r.detect]
+    shrunk = [s for r in rows for s in r.shrunk]
     worst = max(detect) if detect else float("nan")
     median = statistics.median(detect) if detect else float("nan")
+    mean_shrunk = statistics.mean(shrunk) if shrunk else float("nan")
     return (
         f"{every}/{len(rows)} buggy subjects found by {seeds}/{seeds} seeds; "
         f"{sum(r.found for r in rows)}/{len(rows) * seeds} searches found their bug; "
-        f"median time to first failure {median:.3f} s, worst {worst:.3f} s"
+        f"median time to first failure {median:.3f} s, worst {worst:.3f} s; "
+        f"shrunk steps mean {mean_shrunk:.2f}"
     )
 
 
 def buggy(
-    subjects: Sequence[tuple[str, Subject]], budget: Profile, seeds: int, *, before: bool
+    subjects: Sequence[tuple[str, Subject]],
+    budget: Profile,
+    seeds: int,
+    *,
+    before: bool,
+    guidance: Guidance = DEFAULT_GUIDANCE,
 ) -> list[Row]:
     rows = []
     for source, subject in subjects:
-        row = search(source, subject, budget, seeds, before=before)
+        row = search(source, subject, budget, seeds, before=before, guidance=guidance)
         rows.append(row)
         phase = "before" if before else "after"
-        print(f"  {phase}: {subject.name} {row.found}/{seeds}", file=sys.stderr, flush=True)
+        print(
+            f"  {phase}, {guidance.value}: {subject.name} {row.found}/{seeds}",
+            file=sys.stderr,
+            flush=True,
+        )
     return rows
 
 
@@ -156,6 +184,30 @@ def correct(subjects: Sequence[tuple[str, Subject]], budget: Profile) -> list[st
     return alarms
 
 
+def detection(
+    bugs: Sequence[tuple[str, Subject]], budget: Profile, args: argparse.Namespace
+) -> None:
+    """The detection table of each configuration (phases x guidance), then their totals."""
+    print(
+        f"== detection with default faults: {len(bugs)} buggy subjects x {args.seeds} seeds, "
+        f"profile {budget.name} ({budget.max_examples} schedules of up to {budget.max_steps} "
+        "steps)"
+    )
+    phases = [True, False] if args.compare else [args.before]
+    summary = []
+    for before in phases:
+        for guidance in args.guidance:
+            rows = buggy(bugs, budget, args.seeds, before=before, guidance=guidance)
+            title = "before (Hypothesis only" if before else "after (systematic, then Hypothesis"
+            title += f", guidance {guidance.value})"
+            print(f"\n-- {title}")
+            print(render(rows, args.seeds))
+            print(totals(rows, args.seeds))
+            summary.append(f"{title}: {totals(rows, args.seeds)}")
+    if len(summary) > 1:
+        print("\n== totals\n" + "\n".join(summary))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=20)
@@ -165,22 +217,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--compare", action="store_true", help="before and after")
     parser.add_argument("--only", nargs="*", help="subject names")
     parser.add_argument("--skip-correct", action="store_true")
+    parser.add_argument("--skip-buggy", action="store_true", help="only the false-alarm run")
+    parser.add_argument(
+        "--guidance",
+        nargs="+",
+        type=Guidance,
+        default=[DEFAULT_GUIDANCE],
+        help="the drawn phase's guidance; several: compared in the same run "
+        f"({', '.join(g.value for g in Guidance)}; default {DEFAULT_GUIDANCE.value})",
+    )
     args = parser.parse_args(argv)
     budget = profile(args.profile)
     subjects = [(src, s) for src, s in catalogue() if not args.only or s.name in args.only]
     bugs = [(src, s) for src, s in subjects if not s.correct]
-    print(
-        f"== detection with default faults: {len(bugs)} buggy subjects x {args.seeds} seeds, "
-        f"profile {budget.name} ({budget.max_examples} schedules of up to {budget.max_steps} "
-        "steps)"
-    )
-    phases = [True, False] if args.compare else [args.before]
-    for before in phases:
-        rows = buggy(bugs, budget, args.seeds, before=before)
-        title = "before (Hypothesis only)" if before else "after (systematic, then Hypothesis)"
-        print(f"\n-- {title}")
-        print(render(rows, args.seeds))
-        print(totals(rows, args.seeds))
+    if not args.skip_buggy:
+        detection(bugs, budget, args)
     alarms: list[str] = []
     if not args.skip_correct:
         fine = [(src, s) for src, s in subjects if s.correct]

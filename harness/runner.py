@@ -369,7 +369,8 @@ def explore(
     every fault point of small workloads, then bounded pairs, deterministic and seedless
     (:mod:`harness.search.systematic`); it takes at most three quarters of the budget. Then
     Hypothesis draws the rest, from ``seed`` (default: ``$HARNESS_SEED``, else derived from
-    the processor's name). ``max_examples`` and ``max_steps`` default to the default
+    the processor's name), guided towards (fault, fault point) pairs not reached yet
+    (:mod:`harness.search.guided`). ``max_examples`` and ``max_steps`` default to the default
     profile's (``$HARNESS_PROFILE``, else ``ci``). On a failure (INVALID, or UNKNOWN, which
     fails closed) the schedule is shrunk, the replay file is written to ``failures_dir``
     (None: not written) and :class:`CounterexampleFound` is raised. Either way the result
@@ -480,8 +481,11 @@ class _Search:
         import hypothesis
         from hypothesis import HealthCheck, Phase, Verbosity
 
+        from harness.search.guided import Guidance, Novelty, current
         from harness.strategies.schedules import schedules
 
+        targeted = current() is Guidance.TARGET
+        novelty = Novelty()
         found: dict[str, Any] = {"first": None, "last": None}
 
         @hypothesis.settings(
@@ -491,7 +495,9 @@ class _Search:
             derandomize=False,
             print_blob=False,
             verbosity=Verbosity.quiet,
-            phases=(Phase.generate, Phase.shrink),
+            phases=(Phase.generate, Phase.target, Phase.shrink)
+            if targeted
+            else (Phase.generate, Phase.shrink),
             suppress_health_check=list(HealthCheck),
             report_multiple_bugs=False,
         )
@@ -502,6 +508,8 @@ class _Search:
             if found["first"] is None:
                 self.drawn_ran += 1
             history, verdict = self.run(schedule)
+            if targeted and found["first"] is None:
+                hypothesis.target(novelty.score(history), label="novel fault points")
             if self.searched(history, verdict, shrinking=found["first"] is not None):
                 if found["first"] is None:
                     found["first"] = (self.ran, time.perf_counter() - self.started)

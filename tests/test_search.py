@@ -145,3 +145,33 @@ def test_a_bug_that_needs_a_tick_then_a_crash_is_found_without_naming_faults() -
     failure = caught.value.failure
     assert failure.first_failure_example <= failure.coverage.systematic
     assert "coverage: " in str(caught.value)
+
+
+@pytest.mark.parametrize("variant", ["store-before-produce", "store-before-side-effect"])
+def test_a_kafka_client_bug_that_needs_a_tick_then_a_crash_is_found_by_the_systematic_phase(
+    variant: str,
+) -> None:
+    # the client doubles' calls are fault points named by the call (kafka.poll,
+    # kafka.store_offsets, kafka.produce...), so the plan tries a tick and a crash at each
+    # new one before repeating one: within the dev budget's systematic share
+    from harness.catalogue.seeds import SCENARIOS
+
+    scenario = next(s for s in SCENARIOS.values() for v in s.variants if v.name == variant)
+    bug = scenario.variant(variant)
+    with pytest.raises(CounterexampleFound) as caught:
+        explore(
+            bug.processor,
+            guarantee=bug.guarantee,
+            topology=bug.topology,
+            faults=bug.scope,
+            max_examples=300,
+            failures_dir=None,
+        )
+    failure = caught.value.failure
+    assert {a.kind for a in failure.verdict.anomalies} & bug.expected
+    assert failure.first_failure_example <= failure.coverage.systematic
+    fixed = next(v for v in scenario.variants if v.correct)
+    _, verdict = run_once(
+        fixed.processor, failure.schedule, fixed.guarantee, topology=fixed.topology
+    )
+    assert verdict.status is Status.VALID, verdict.summary()

@@ -165,7 +165,7 @@ class _Probing(Simulator):
     def enter(self, inst: Instance, point: str) -> None:
         super().enter(inst, point)
         if inst is self.active and greenlet.getcurrent() is inst.greenlet:
-            self.labels.append(_label(sys._getframe(1)))
+            self.labels.append(_label(sys._getframe(1), point))
             self.timers = self.timers or bool(inst.timers)
 
     def choose(self, inst: Instance, options: int) -> int:
@@ -179,14 +179,15 @@ class _Probing(Simulator):
         return super().take_lost_ack(inst)
 
 
-def _label(frame: FrameType | None) -> str:
-    """The harness API method the processor called: the outermost simulator frame."""
+def _label(frame: FrameType | None, point: str) -> str:
+    """The harness API method the processor called: the outermost simulator frame (else the
+    point's own name, such as a Kafka client double's ``kafka.poll``)."""
     outer = None
     while frame is not None and frame.f_globals.get("__name__") in _MODULES:
         outer = frame
         frame = frame.f_back
     if outer is None:
-        return "call"
+        return point or "call"
     owner = outer.f_locals.get("self")
     name = f"{type(owner).__name__}.{outer.f_code.co_name}"
     return _LABELS.get(name, name.lower().replace("_", ""))
