@@ -198,7 +198,7 @@ def detection(
     for before in phases:
         for guidance in args.guidance:
             rows = buggy(bugs, budget, args.seeds, before=before, guidance=guidance)
-            title = "before (Hypothesis only" if before else "after (systematic, then Hypothesis"
+            title = "before (Hypothesis alone" if before else "after (systematic, then Hypothesis"
             title += f", guidance {guidance.value})"
             print(f"\n-- {title}")
             print(render(rows, args.seeds))
