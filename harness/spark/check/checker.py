@@ -704,7 +704,9 @@ def _unexpected(o: Any) -> Witness:
 # ------------------------------------------------------------- occurrence frames (Spark)
 
 
-def _head(kind: str, *, sub: str = "", cls: Any = "", weight: Any = 1) -> list[Any]:
+def _head(
+    name: str, *, sub: Any = "", cls: Any = "", weight: Any = 1, kind: Any = None
+) -> list[Any]:
     """The columns that identify an occurrence (:class:`Occurrence`'s first ones)."""
     from pyspark.sql import functions as F
 
@@ -713,8 +715,8 @@ def _head(kind: str, *, sub: str = "", cls: Any = "", weight: Any = 1) -> list[A
 
     return [
         F.col("run"),
-        F.lit(kind).alias("kind"),
-        F.lit(sub).alias("sub"),
+        (F.lit(name) if kind is None else kind).alias("kind"),
+        literal(sub).alias("sub"),
         literal(cls).alias("cls"),
         literal(weight).cast("long").alias("weight"),
     ]
@@ -819,30 +821,29 @@ def _duplicates(effects: DataFrame) -> DataFrame:
 
 
 def _orders(parts: DataFrame) -> list[DataFrame]:
-    """skip, offset-ahead and offset-regression occurrences from the partition pass."""
+    """skip, offset-ahead and offset-regression occurrences from the partition pass, as one
+    frame (the pass is computed once, whatever the tags it finds)."""
     from pyspark.sql import functions as F
 
-    facts: list[Any] = [
-        F.col("off").alias("offset"),
-        "process",
-        "low",
-        "before",
-        F.col("pno").cast("long").alias("pno"),
+    tag = F.col("tag")
+    pair = F.array(F.col("before"), F.col("pos"))
+    read = F.when(F.col("before").isNull(), F.array(F.col("pos"))).otherwise(pair)
+    kind = (
+        F.when(tag == "S", "skip").when(tag == "A", "offset-ahead").otherwise("offset-regression")
+    )
+    return [
+        parts.select(
+            *_head("", sub=F.when(tag == "A", "a").otherwise(""), kind=kind),
+            F.when(tag == "A", read).otherwise(pair).alias("ev"),
+            F.when(tag == "G", F.array().cast("array<string>")).alias("rk"),
+            F.col("how").cast("long").alias("how"),
+            F.col("off").alias("offset"),
+            "process",
+            "low",
+            "before",
+            F.col("pno").cast("long").alias("pno"),
+        )
     ]
-    pair = F.array(F.col("before"), F.col("pos")).alias("ev")
-    skips = parts.where(F.col("tag") == "S").select(
-        *_head("skip"), pair, F.col("how").cast("long").alias("how"), *facts
-    )
-    read = F.when(F.col("before").isNull(), F.array(F.col("pos"))).otherwise(
-        F.array(F.col("before"), F.col("pos"))
-    )
-    ahead = parts.where(F.col("tag") == "A").select(
-        *_head("offset-ahead", sub="a"), read.alias("ev"), *facts
-    )
-    regression = parts.where(F.col("tag") == "G").select(
-        *_head("offset-regression"), pair, F.array().cast("array<string>").alias("rk"), *facts
-    )
-    return [skips, ahead, regression]
 
 
 def _past(past: DataFrame) -> DataFrame:

@@ -60,6 +60,8 @@ KEYED: Final = 4
 _BUCKETS: Final = 64
 _KEYS: Final = ("run", "grain", "gk", "gs", "gp")
 _COMPLETE: Final = EndDetail.COMPLETE.value
+_PARTS: Final = "greatest(cast(1 as bigint), parts_max)"
+"""A record's expected parts: ``max(1, parts of its emits)``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,24 +298,33 @@ def _grained(context: Context) -> DataFrame:
 
 
 def _groups(context: Context) -> DataFrame:
-    """The groups of every grain, with their record facts and run counters."""
-    # not by run: a single run's number is a constant Spark folds away, and then the
-    # aggregations would not see the rows as partitioned by their keys
-    shuffled = _grained(context).repartition(context.partitions, *_KEYS[1:])
-    level1 = shuffled.groupBy(*_KEYS, "opart").agg(*_event_aggregates(), *_counters())
-    level2 = level1.groupBy(*_KEYS).agg(*_merged_aggregates(), *_merged_counters())
-    return _with_facts(level2)
+    """The groups of every grain, with their record facts and run counters: one hash
+    aggregation, partial before the shuffle (which folds a key's appends and a run's other
+    events map-side) and final after it."""
+    grouped = _grained(context).groupBy(*_KEYS).agg(*_event_aggregates(), *_counters())
+    return _with_facts(grouped)
 
 
 def _when(kind: int, column: str) -> Column:
     return F.when(F.col("kc") == kind, F.col(column))
 
 
+def _bit(condition: Column) -> Column:
+    """The bit of the observed part (below :data:`_BITS`) where ``condition`` holds."""
+    return F.when(
+        condition & (F.col("opart") < _BITS),
+        F.expr("shiftleft(cast(1 as bigint), cast(opart as int))"),
+    )
+
+
 def _event_aggregates() -> list[Column]:
-    """Level 1: per group and observed part, the facts of its events."""
+    """Per group, the facts of its events."""
     kc = F.col("kc")
     pos = F.col("pos")
     matched = kc.isin(ACK, READ)
+    observed = F.col("opart").isNotNull()
+    ordered = F.col("ordered")
+    poison = F.col("poison")
     return [
         F.count_if(kc == APPEND).alias("n_app"),
         F.min(_when(APPEND, "pos")).alias("app_pos"),
@@ -337,11 +348,15 @@ def _event_aggregates() -> list[Column]:
         F.max(_when(READ, "redelivered")).alias("read_red"),
         F.max(_when(EMIT, "pos")).alias("emit_last"),
         F.max(_when(EMIT, "parts")).alias("parts_max"),
-        F.count_if(kc == OBSERVE).alias("copies"),
-        F.min(F.when(F.col("ordered"), pos)).alias("ordered_first"),
+        F.count_if(kc == OBSERVE).alias("obs_n"),
+        F.bit_or(_bit(observed)).alias("omask"),
+        F.max("opart").alias("omax"),
+        F.min(F.when(ordered, pos)).alias("ordered_first"),
+        F.bit_or(_bit(ordered)).alias("ordered_mask"),
+        F.count_if(ordered & (F.col("opart") >= _BITS)).alias("ordered_big"),
         F.max_by(F.col("value"), pos).alias("t_value"),
-        F.count_if((kc == APPEND) & ~F.col("poison")).alias("k_n"),
-        F.sum(F.when((kc == APPEND) & ~F.col("poison"), F.col("value"))).alias("k_sum"),
+        F.count_if((kc == APPEND) & ~poison).alias("k_n"),
+        F.sum(F.when((kc == APPEND) & ~poison, F.col("value"))).alias("k_sum"),
         F.max("kc").alias("e_kc"),
         F.max("pno").alias("e_pno"),
         F.max("offset").alias("e_off"),
@@ -363,8 +378,8 @@ _SUMS: Final = (
 
 
 def _counters() -> list[Column]:
-    """Level 1: the run-wide counters of the validator and the summary (each event counted
-    once: not in the grain of its key)."""
+    """The run-wide counters of the validator and the summary (each event counted once:
+    not in the grain of its key)."""
     kc = F.col("kc")
     primary = F.col("primary")
     reading = primary & kc.isin(READ, FETCH)
@@ -389,75 +404,19 @@ def _counters() -> list[Column]:
     ]
 
 
-def _merged_counters() -> list[Column]:
-    """Level 2: the counters of :func:`_counters`, per group."""
-    return [
-        *[F.sum(name).alias(name) for name in _SUMS],
-        F.max("end_pos").alias("end_pos"),
-        F.max_by("end_complete", "end_pos").alias("end_complete"),
-        F.min("drain_pos").alias("drain_pos"),
-        F.min("reader_lo").alias("reader_lo"),
-        F.max("reader_hi").alias("reader_hi"),
-        F.max("t_pos").alias("t_pos"),
-        F.max_by("t_value", "t_pos").alias("t_value"),
-    ]
-
-
-def _merged_aggregates() -> list[Column]:
-    """Level 2: per group, the facts of :func:`_event_aggregates` over its parts."""
-    opart = F.col("opart")
-    observed = opart.isNotNull()
-    summed = ("n_app", "ack_n", "ar_n", "read_n", "k_n", "k_sum")
-    lowest = ("app_pos", "ack_first", "ar_pos", "ar_pno_lo", "ar_off_lo", "ordered_first")
-    highest = (
-        "app_pno",
-        "app_off",
-        "app_value",
-        "poison",
-        "ar_pno_hi",
-        "ar_off_hi",
-        "read_last",
-        "read_pno",
-        "read_off",
-        "read_proc",
-        "read_red",
-        "emit_last",
-        "e_kc",
-        "e_pno",
-        "e_off",
-        "e_proc",
-    )
-    return [
-        *[F.sum(name).alias(name) for name in summed],
-        *[F.min(name).alias(name) for name in lowest],
-        *[F.max(name).alias(name) for name in highest],
-        F.greatest(F.lit(1).cast(_LONG), F.max("parts_max")).alias("parts"),
-        F.sum("copies").alias("obs_n"),
-        F.sum(F.when(observed, F.col("copies") - 1)).alias("extra"),
-        F.bit_or(
-            F.when(
-                observed & (opart < _BITS),
-                F.expr("shiftleft(cast(1 as bigint), cast(opart as int))"),
-            )
-        ).alias("omask"),
-        F.count_if(observed & (opart >= _BITS)).alias("obig"),
-        F.max(opart).alias("omax"),
-        F.count(F.col("ordered_first")).alias("ordered_effects"),
-    ]
-
-
-def _with_facts(level2: DataFrame) -> DataFrame:
+def _with_facts(grouped: DataFrame) -> DataFrame:
     """The groups with the derived facts of a record (``below``, ``extra``, ``unacc``,
-    ``cert_bad``, ``poison``), see :data:`FACT_COLUMNS`."""
+    ``cert_bad``, ``poison``, ``ordered_effects``), see :data:`FACT_COLUMNS`. Parts at or
+    above :data:`_BITS` are counted exactly by :func:`exact_below` (``below``, ``extra`` or
+    ``unacc`` null), and make the record count as showing several parts in an ordered sink
+    (the exact nonmonotonic pass runs then)."""
     n_app = F.col("n_app")
-    parts = F.col("parts")
-    low_mask = F.expr(f"shiftleft(cast(1 as bigint), cast(least(parts, {_BITS}) as int)) - 1")
-    small = F.bit_count(F.coalesce(F.col("omask"), F.lit(0).cast(_LONG)).bitwiseAND(low_mask))
-    below = (
-        F.when(parts <= _BITS, small)
-        .when(F.coalesce(F.col("omax"), F.lit(0).cast(_LONG)) < parts, small + F.col("obig"))
-        .otherwise(F.lit(None))
-    )
+    parts = F.expr(_PARTS)
+    omax = F.coalesce(F.col("omax"), F.lit(0).cast(_LONG))
+    low_mask = F.expr(f"shiftleft(cast(1 as bigint), cast(least({_PARTS}, {_BITS}) as int)) - 1")
+    mask = F.coalesce(F.col("omask"), F.lit(0).cast(_LONG))
+    small = F.bit_count(mask.bitwiseAND(low_mask)).cast(_LONG)
+    below = F.when(parts <= _BITS, small).when(omax < _BITS, small).otherwise(F.lit(None))
     misplaced = (
         (F.col("ar_pos") < F.col("app_pos"))
         | (F.col("ar_pno_lo") != F.col("app_pno"))
@@ -473,28 +432,42 @@ def _with_facts(level2: DataFrame) -> DataFrame:
     # outputs its rules do not allow (all of a poison record's; parts above its emits'
     # declared ones, rare, counted exactly by exact_below) are unexpected, never copies
     poison = F.coalesce(F.col("poison"), F.lit(False))
-    beyond = F.coalesce(F.col("omax") >= parts, F.lit(False))
+    beyond = omax >= parts
     extra = (
         F.when(poison, F.lit(0).cast(_LONG))
-        .when(beyond, F.lit(None).cast(_LONG))
-        .otherwise(F.coalesce(F.col("extra"), F.lit(0).cast(_LONG)))
+        .when(beyond | (omax >= _BITS), F.lit(None).cast(_LONG))
+        .otherwise(F.col("obs_n") - F.bit_count(mask).cast(_LONG))
     )
     unaccounted = (
         F.when(poison, F.col("obs_n").cast(_LONG))
         .when(beyond, F.lit(None).cast(_LONG))
         .otherwise(F.lit(0).cast(_LONG))
     )
+    ordered_mask = F.coalesce(F.col("ordered_mask"), F.lit(0).cast(_LONG))
     derived = {
         "record_id": F.col("gk"),
+        "parts": parts,
         "poison": poison,
         "below": below.cast(_LONG),
         "extra": extra,
         "unacc": unaccounted,
         "cert_bad": F.coalesce(certificate_bad, F.lit(False)),
+        "ordered_effects": F.bit_count(ordered_mask).cast(_LONG) + F.col("ordered_big"),
     }
-    used = ("omax", "obig", "ar_n", "ar_pos", "ar_pno_lo", "ar_pno_hi", "ar_off_lo", "ar_off_hi")
-    kept = [name for name in level2.columns if name not in derived and name not in used]
-    return level2.select(*kept, *[value.alias(name) for name, value in derived.items()])
+    used = (
+        "omax",
+        "ordered_mask",
+        "ordered_big",
+        "parts_max",
+        "ar_n",
+        "ar_pos",
+        "ar_pno_lo",
+        "ar_pno_hi",
+        "ar_off_lo",
+        "ar_off_hi",
+    )
+    kept = [name for name in grouped.columns if name not in derived and name not in used]
+    return grouped.select(*kept, *[value.alias(name) for name, value in derived.items()])
 
 
 def _totals(groups: DataFrame) -> DataFrame:
