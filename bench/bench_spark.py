@@ -52,6 +52,12 @@ RATIO_TARGET = 2.0
 """Issue 15: the Spark checker at least twice DuckDB's rate on the same rules."""
 SCAN_TARGET = 4.0
 """Issue 15: the Spark checker within 4x the time of a bare Spark scan of the same file."""
+OLD_RATE = 0.05e6
+"""Events per second of the Spark checker before the fused pass (issue 15): 20M events in
+400.4 s, recorded in docs/spark.md (a recorded figure, not measured in the same run: that
+checker no longer exists; override it with ``--old-rate``)."""
+OLD_TARGET = 20.0
+"""Issue 15: the Spark checker at least 20x the rate of the checker before the fused pass."""
 PLAN = Plan(lost=3, duplicated=3)
 
 
@@ -444,6 +450,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duckdb-memory", default="8GB", help="DuckDB memory_limit")
     parser.add_argument("--skip-spark", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the generated file")
+    parser.add_argument(
+        "--old-rate", type=float, default=OLD_RATE, help="the old checker's events/s (recorded)"
+    )
     args = parser.parse_args(argv)
     args.dir.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(args.dir).free
@@ -453,6 +462,13 @@ def main(argv: list[str] | None = None) -> int:
     spark_rate = 0.0 if args.skip_spark else _spark(args, generated, args.dir)[0]
     duck_rate = 0.0 if args.skip_duckdb else _duckdb(args, generated, args.dir)
     print("load average at end (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
+    if spark_rate:
+        old = spark_rate / args.old_rate
+        print(
+            f"spark rate / the old checker's recorded rate ({args.old_rate / 1e6:.2f} M "
+            f"events/s, not measured in this run): {old:.1f} (target >= {OLD_TARGET}: "
+            f"{'met' if old >= OLD_TARGET else 'NOT met'})"
+        )
     if spark_rate and duck_rate:
         ratio = spark_rate / duck_rate
         print(

@@ -188,6 +188,36 @@ def test_generated_anomalies_are_found_with_exact_counts_and_match_the_local_che
     assert {w.record_ids[0] for w in lost.witnesses} == set(broken.planted[AnomalyKind.LOST])
 
 
+VALID_JOBS = 16
+"""The most Spark jobs a VALID history with an ordered log sink and a table sink may cost
+(each shuffle is a stage, run as a job of its own): the fused pass (its shuffle by record,
+the cache of the groups, the shuffle of the totals and their collect: 4), the validator's
+append rule over the cached records (2), the table aggregates (their shuffle, the kept
+result and the probe for a wrong key: 3), and the ranking of every kind's occurrences in
+one collect (the partition pass's sort, the ordered sink's sort, the ranking shuffle and
+the result: about 5). No witness query runs and nothing runs run by run (the checker
+before the fused pass took about 50 jobs for such a history)."""
+
+
+@pytest.mark.slow
+def test_a_valid_history_costs_a_handful_of_spark_jobs_whatever_the_number_of_runs(
+    spark: Any, tmp_path: Path
+) -> None:
+    from harness.spark import analyze_parquet
+
+    one = tmp_path / "one"
+    generate_history(one / "run_id=a" / "history.parquet", records=2000, run_id="a")
+    many = tmp_path / "many"
+    for name in "abcdef":
+        generate_history(many / f"run_id={name}" / "history.parquet", records=500, run_id=name)
+    single = analyze_parquet(one, spark=spark)
+    several = analyze_parquet(many, spark=spark)
+    assert single.verdicts(EO).status is Status.VALID
+    assert several.verdicts(EO).status is Status.VALID and len(several.runs) == 6
+    assert 0 < single.jobs <= VALID_JOBS, single.jobs
+    assert several.jobs <= single.jobs + 1, (single.jobs, several.jobs)
+
+
 def test_the_generator_plants_what_it_promises(tmp_path: Path) -> None:
     generated = generate_history(
         tmp_path / "h.parquet", records=4000, partitions=4, keys=8, plan=EVERY_KIND

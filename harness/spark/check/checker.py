@@ -37,7 +37,7 @@ from harness.spark.source import RunSource, discover_runs
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from harness.spark.check.queries import Context, Summary
+    from harness.spark.check.queries import Context, Fused, Summary
 
 __all__ = ["Analysis", "SparkCheck", "analyze_parquet", "check_parquet"]
 
@@ -233,9 +233,9 @@ class _Checker:
     def run(self) -> dict[Guarantee, dict[int, Verdict]]:
         from harness.spark.check import queries as q
 
-        summaries, tables = q.summary(self.context)
+        fused = q.fused(self.context)
         for state in self.runs:
-            state.summary = summaries.get(state.number)
+            state.summary = fused.summaries.get(state.number)
             if state.summary is None:
                 state.invalid = True
                 state.reasons = [wording.EMPTY_HISTORY]
@@ -244,14 +244,15 @@ class _Checker:
         live = [s.number for s in self.runs if not s.invalid]
         groups: dict[int, dict[tuple[AnomalyKind, str], tuple[int, list[Witness]]]] = {}
         if live:
-            facts = q.records(self.context, live)
-            if not self._record_stats(facts, live):
+            facts = fused.facts
+            totals = {n: fused.totals[n] for n in live}
+            if any(row["unknown"] for row in totals.values()):
                 facts = q.exact_below(self.context, live, facts)
-                self._record_stats(facts, live)
+                totals = q.record_totals(facts)
+            self._record_stats(totals, live)
             live = [s.number for s in self.runs if not s.invalid]
             if live:
-                lossy = [n for n in live if self.runs[n].has_log_sink and self.runs[n].settled]
-                groups = self._occurrences(q, facts, tables, live, lossy)
+                groups = self._occurrences(q, fused, facts, live)
         invalid = [s.number for s in self.runs if s.invalid and not s.reasons]
         if invalid:
             self._explain(q, invalid)
@@ -265,39 +266,22 @@ class _Checker:
 
     # ------------------------------------------------------------------ validation
 
-    def _record_stats(self, facts: DataFrame, live: Sequence[int]) -> bool:
-        """Fill the stats of the runs in ``live`` from ``facts`` and mark the runs whose
-        records break validation; False (and nothing done) when some record's ``below``
-        must be counted exactly first."""
-        from pyspark.sql import functions as F
-
-        acked = F.col("ack_n") > 0
-        poison = F.coalesce(F.col("poison"), F.lit(False))
-        missing = F.col("parts") - F.coalesce(F.col("below"), F.lit(0))
-        rows = (
-            facts.groupBy("run")
-            .agg(
-                F.count_if(F.col("cert_bad")).alias("bad"),
-                F.count_if(acked).alias("acknowledged"),
-                F.sum(F.when(acked & ~poison, F.col("parts"))).alias("expected_effects"),
-                F.sum(F.when(acked, F.coalesce(F.col("extra"), F.lit(0)))).alias("duplicates"),
-                F.sum(F.when(acked & ~poison, missing)).alias("lost"),
-                F.count_if(F.col("below").isNull() | F.col("unacc").isNull()).alias("unknown"),
-                F.count_if((~acked & (F.col("obs_n") > 0)) | (acked & (F.col("unacc") > 0))).alias(
-                    "unexpected"
-                ),
-            )
-            .collect()
-        )
-        if any(row["unknown"] for row in rows):
-            return False
-        for row in rows:
-            state = self.runs[row["run"]]
-            if row["bad"]:
-                state.invalid = True
-                continue
+    def _record_stats(self, rows: Mapping[int, Any], live: Sequence[int]) -> None:
+        """Fill the stats of the runs in ``live`` from their record totals (``rows``, see
+        :class:`~harness.spark.check.queries.Fused`) and mark the runs whose records break
+        validation."""
+        for number in live:
+            state = self.runs[number]
             summary = state.summary
             assert summary is not None
+            row = rows.get(number)
+            if row is not None and row["bad"]:
+                state.invalid = True
+                continue
+            if row is None:
+                state.stats = empty_stats(summary.events)
+                state.stats.update(appended=summary.appends, observed_outputs=summary.log_observes)
+                continue
             log = state.has_log_sink
             state.unexpected_records = int(row["unexpected"] or 0)
             state.stats = {
@@ -309,14 +293,6 @@ class _Checker:
                 "duplicates": int(row["duplicates"] or 0) if log else 0,
                 "lost": int(row["lost"] or 0) if log and state.settled else 0,
             }
-        for number in live:
-            state = self.runs[number]
-            if not state.invalid and not state.stats:
-                summary = state.summary
-                assert summary is not None
-                state.stats = empty_stats(summary.events)
-                state.stats.update(appended=summary.appends, observed_outputs=summary.log_observes)
-        return True
 
     def _explain(self, q: Any, numbers: Sequence[int]) -> None:
         """The validator's reasons for runs known to fail it."""
@@ -357,55 +333,63 @@ class _Checker:
     # ------------------------------------------------------------------ anomalies
 
     def _occurrences(
-        self,
-        q: Any,
-        facts: DataFrame,
-        tables: DataFrame,
-        live: list[int],
-        lossy: list[int],
+        self, q: Any, fused: Fused, facts: DataFrame, live: list[int]
     ) -> dict[int, dict[tuple[AnomalyKind, str], tuple[int, list[Witness]]]]:
-        from pyspark.sql import functions as F
-
-        context = self.context
-        summaries = [_summary_of(self.runs[n]) for n in live]
-        parts = q.partitions(
-            context,
-            live,
-            one_reader=all(summary.one_reader for summary in summaries),
-            truncates=any(summary.truncates for summary in summaries),
-        )
-        for number in q.offset_violations(context, facts, live):
+        """Per run in ``live``: the anomalies found, by (kind, class), with their exact
+        counts and witnesses; runs that turn out to break the validator's append rule are
+        marked invalid instead."""
+        for number in q.offset_violations(self.context, facts, live):
             self.runs[number].invalid = True
         valid = [n for n in live if not self.runs[n].invalid]
         if not valid:
             return {}
+        frames = self._record_frames(q, fused, facts, valid)
+        frames.extend(_orders(self._partition_pass(q, fused, valid)))
+        frames.extend(self._other_frames(q, fused, facts, valid))
+        return self._collected(q, frames, valid, facts)
+
+    def _partition_pass(self, q: Any, fused: Fused, runs: list[int]) -> DataFrame:
+        """The partition pass's occurrences (skip, offset-ahead, offset-regression), lazily
+        (they are ranked with the other kinds'). Runs whose records are each read at most
+        once take their reads from the fused pass's cache; the others from the events."""
+        fast = [n for n in runs if not fused.totals[n]["multi_read"]]
+        slow = [n for n in runs if fused.totals[n]["multi_read"]]
+        sources = [fused.ladder(fast)] if fast else []
+        if slow:
+            sources.append(q.partition_rows(self.context, slow))
+        summaries = [_summary_of(self.runs[n]) for n in runs]
+        found: DataFrame = q.partitions(
+            self.context,
+            q.union_all(q.conform(source, q.PARTITION_ROWS) for source in sources),
+            one_reader=all(summary.one_reader for summary in summaries),
+            truncates=any(summary.truncates for summary in summaries),
+        )
+        return found
+
+    def _record_frames(
+        self, q: Any, fused: Fused, facts: DataFrame, valid: list[int]
+    ) -> list[DataFrame]:
+        """Occurrence frames of the kinds the record totals found: unexpected, duplicate,
+        lost (and offset-ahead past a lost record)."""
         doubled = [n for n in valid if self.runs[n].stats.get("duplicates")]
         unacked = [n for n in valid if self.runs[n].unexpected_records]
-        frames = [*_effects(q, context, facts, unacked, doubled), *_orders(parts)]
-        lossy = [n for n in lossy if n in valid and self.runs[n].stats.get("lost")]
+        frames = _effects(q, self.context, facts, unacked, doubled)
+        lossy = [
+            n
+            for n in valid
+            if self.runs[n].has_log_sink and self.runs[n].settled and self.runs[n].stats.get("lost")
+        ]
         if lossy:
-            frames.append(_past(q.past_lost(context, facts, lossy)))
-        ordered = {n: self.runs[n].ordered_sinks for n in valid if self.runs[n].ordered_sinks}
-        if ordered:
-            simple = [n for n, sinks in ordered.items() if len(sinks) == 1]
-            if simple:
-                # one ordered sink: if no record shows two parts in it, the facts suffice
-                many = facts.where(F.col("run").isin(*simple) & (F.col("ordered_effects") > 1))
-                crowded = {row["run"] for row in many.select("run").distinct().collect()}
-                simple = [n for n in simple if n not in crowded]
-            if simple:
-                names = context.small(
-                    [(n, ordered[n][0]) for n in simple], "run int, sink_name string"
-                )
-                pairs = q.nonmonotonic_from_facts(context, facts, simple).join(
-                    F.broadcast(names), "run"
-                )
-                frames.append(_pairs(pairs.drop("sink").withColumnRenamed("sink_name", "sink")))
-            general = [n for n in ordered if n not in simple]
-            if general:
-                frames.append(_pairs(q.nonmonotonic(context, general)))
-        if lossy:
+            frames.append(_past(q.past_lost(facts, fused.control, lossy)))
             frames.append(_lost(facts, lossy))
+        return frames
+
+    def _other_frames(
+        self, q: Any, fused: Fused, facts: DataFrame, valid: list[int]
+    ) -> list[DataFrame]:
+        """Occurrence frames of ordered sinks, table sinks, aborted transactions and outputs
+        without a record, for the runs that have them."""
+        frames = self._nonmonotonic(q, fused, facts, valid)
         with_tables = [
             n
             for n in valid
@@ -415,26 +399,69 @@ class _Checker:
             )
         ]
         if with_tables:
-            frames.append(_mismatches(q.count_mismatches(context, facts, tables, with_tables)))
+            # the fused pass counted each key's appends; runs with appended records never
+            # acknowledged count their acknowledged inputs from the appends instead
+            slow = [n for n in with_tables if fused.totals[n]["unacked_inputs"]]
+            fast = [n for n in with_tables if n not in slow]
+            keyed = q.union_all(
+                ([fused.keyed(fast)] if fast else [])
+                + ([q.inputs_per_key(self.context, facts, slow)] if slow else [])
+            )
+            wrong = q.count_mismatches(self.context, facts, fused.tables, with_tables, keyed)
+            if wrong is not None:
+                frames.append(_mismatches(wrong))
         aborting = [n for n in valid if _summary_of(self.runs[n]).aborts]
         if aborting:
-            frames.append(_aborted(q.aborted_reads(context, aborting)))
+            frames.append(_aborted(q.aborted_reads(self.context, aborting)))
         nulls = [n for n in valid if _summary_of(self.runs[n]).null_observes]
         if nulls:
-            frames.append(_null_unexpected(q.null_observes(context, nulls)))
+            frames.append(_null_unexpected(q.null_observes(self.context, nulls)))
+        return frames
+
+    def _nonmonotonic(
+        self, q: Any, fused: Fused, facts: DataFrame, valid: list[int]
+    ) -> list[DataFrame]:
+        from pyspark.sql import functions as F
+
+        ordered = {n: self.runs[n].ordered_sinks for n in valid if self.runs[n].ordered_sinks}
+        frames = []
+        # one ordered sink: if no record shows two parts in it, the facts suffice
+        simple = [n for n, sinks in ordered.items() if len(sinks) == 1 and not _crowded(fused, n)]
+        if simple:
+            names = self.context.small(
+                [(n, ordered[n][0]) for n in simple], "run int, sink_name string"
+            )
+            pairs = q.nonmonotonic_from_facts(self.context, facts, simple).join(
+                F.broadcast(names), "run"
+            )
+            frames.append(_pairs(pairs.drop("sink").withColumnRenamed("sink_name", "sink")))
+        general = [n for n in ordered if n not in simple]
+        if general:
+            frames.append(_pairs(q.nonmonotonic(self.context, general)))
+        return frames
+
+    def _collected(
+        self, q: Any, frames: list[DataFrame], valid: list[int], facts: DataFrame
+    ) -> dict[int, dict[tuple[AnomalyKind, str], tuple[int, list[Witness]]]]:
+        """The first witnesses and the total weight of every (run, kind, variant, class).
+
+        Spark ranks by events and records; rows tied with the last one kept are kept too,
+        so the driver, which also knows the sentences, picks the same first witnesses as the
+        local checker (:func:`harness.check.policy.best`)."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
         occurrences = q.union_all(q.conform(f, _columns()) for f in frames)
         occurrences = occurrences.where(F.col("run").isin(*valid))
-        from pyspark.sql import Window
-
         group = Window.partitionBy("run", "kind", "sub", "cls")
         order = group.orderBy(F.col("ev").asc_nulls_first(), F.col("rk").asc_nulls_first())
         firsts = (
             occurrences.select(
                 "*",
-                F.row_number().over(order).alias("rn"),
+                F.rank().over(order).alias("rn"),
                 F.sum("weight").over(group).alias("total"),
             )
-            .where(F.col("rn") <= 5)
+            .where(F.col("rn") <= MAX_WITNESSES)
             .collect()
         )
         totals = {(r["run"], r["kind"], r["sub"], r["cls"]): int(r["total"]) for r in firsts}
@@ -535,6 +562,11 @@ def _range_low(row: Occurrence) -> int:
         assert row.low is not None
         return row.low + 1 if row.how == 2 else row.low
     return 0 if row.low is None else row.low + 1
+
+
+def _crowded(fused: Fused, run: int) -> bool:
+    """Whether some record of ``run`` shows more than one part in an ordered sink."""
+    return bool(fused.totals[run]["crowded"])
 
 
 def _summary_of(state: _Run) -> Summary:
@@ -672,7 +704,9 @@ def _unexpected(o: Any) -> Witness:
 # ------------------------------------------------------------- occurrence frames (Spark)
 
 
-def _head(kind: str, *, sub: str = "", cls: Any = "", weight: Any = 1) -> list[Any]:
+def _head(
+    name: str, *, sub: Any = "", cls: Any = "", weight: Any = 1, kind: Any = None
+) -> list[Any]:
     """The columns that identify an occurrence (:class:`Occurrence`'s first ones)."""
     from pyspark.sql import functions as F
 
@@ -681,8 +715,8 @@ def _head(kind: str, *, sub: str = "", cls: Any = "", weight: Any = 1) -> list[A
 
     return [
         F.col("run"),
-        F.lit(kind).alias("kind"),
-        F.lit(sub).alias("sub"),
+        (F.lit(name) if kind is None else kind).alias("kind"),
+        literal(sub).alias("sub"),
         literal(cls).alias("cls"),
         literal(weight).cast("long").alias("weight"),
     ]
@@ -787,30 +821,29 @@ def _duplicates(effects: DataFrame) -> DataFrame:
 
 
 def _orders(parts: DataFrame) -> list[DataFrame]:
-    """skip, offset-ahead and offset-regression occurrences from the partition pass."""
+    """skip, offset-ahead and offset-regression occurrences from the partition pass, as one
+    frame (the pass is computed once, whatever the tags it finds)."""
     from pyspark.sql import functions as F
 
-    facts: list[Any] = [
-        F.col("off").alias("offset"),
-        "process",
-        "low",
-        "before",
-        F.col("pno").cast("long").alias("pno"),
+    tag = F.col("tag")
+    pair = F.array(F.col("before"), F.col("pos"))
+    read = F.when(F.col("before").isNull(), F.array(F.col("pos"))).otherwise(pair)
+    kind = (
+        F.when(tag == "S", "skip").when(tag == "A", "offset-ahead").otherwise("offset-regression")
+    )
+    return [
+        parts.select(
+            *_head("", sub=F.when(tag == "A", "a").otherwise(""), kind=kind),
+            F.when(tag == "A", read).otherwise(pair).alias("ev"),
+            F.when(tag == "G", F.array().cast("array<string>")).alias("rk"),
+            F.col("how").cast("long").alias("how"),
+            F.col("off").alias("offset"),
+            "process",
+            "low",
+            "before",
+            F.col("pno").cast("long").alias("pno"),
+        )
     ]
-    pair = F.array(F.col("before"), F.col("pos")).alias("ev")
-    skips = parts.where(F.col("tag") == "S").select(
-        *_head("skip"), pair, F.col("how").cast("long").alias("how"), *facts
-    )
-    read = F.when(F.col("before").isNull(), F.array(F.col("pos"))).otherwise(
-        F.array(F.col("before"), F.col("pos"))
-    )
-    ahead = parts.where(F.col("tag") == "A").select(
-        *_head("offset-ahead", sub="a"), read.alias("ev"), *facts
-    )
-    regression = parts.where(F.col("tag") == "G").select(
-        *_head("offset-regression"), pair, F.array().cast("array<string>").alias("rk"), *facts
-    )
-    return [skips, ahead, regression]
 
 
 def _past(past: DataFrame) -> DataFrame:

@@ -5,7 +5,7 @@ queries compute, for every run at once, the facts a verdict needs, in few passes
 data, and return only small results to the driver (``docs/spark.md``, "How it works"):
 
 * :mod:`._load`: the events of every run, annotated (codes, per-event validator flags);
-* :mod:`._records`: the per-run summary and the facts of every record;
+* :mod:`._records`: the fused pass: per-run summary and totals, the facts of every record;
 * :mod:`._anomalies`: partitions, ordered sinks, tables, transactions, outputs;
 * :mod:`._details`: the witness details only the data can give;
 * :mod:`._problems`: the validator's reasons for malformed runs.
@@ -14,14 +14,17 @@ data, and return only small results to the driver (``docs/spark.md``, "How it wo
 from __future__ import annotations
 
 from harness.spark.check.queries._anomalies import (
+    PARTITION_ROWS,
     aborted_reads,
     count_mismatches,
     duplicate_effects,
+    inputs_per_key,
     nonmonotonic,
     nonmonotonic_from_facts,
     null_observes,
     observe_rows,
     offset_violations,
+    partition_rows,
     partitions,
     past_lost,
     unsorted_partitions,
@@ -66,10 +69,12 @@ from harness.spark.check.queries._problems import (
     problems,
 )
 from harness.spark.check.queries._records import (
+    FACT_COLUMNS,
+    Fused,
     Summary,
     exact_below,
-    records,
-    summary,
+    fused,
+    record_totals,
 )
 
 __all__ = [
@@ -94,6 +99,11 @@ __all__ = [
     "SINK_SUM",
     "SINK_TABLE",
     "Summary",
+    "FACT_COLUMNS",
+    "Fused",
+    "PARTITION_ROWS",
+    "fused",
+    "partition_rows",
     "TRUNCATE",
     "TXN_ABORT",
     "conform",
@@ -105,6 +115,7 @@ __all__ = [
     "duplicate_effects",
     "exact_below",
     "key_records",
+    "inputs_per_key",
     "load",
     "nonmonotonic",
     "nonmonotonic_from_facts",
@@ -116,9 +127,8 @@ __all__ = [
     "past_lost",
     "positions",
     "problems",
-    "records",
+    "record_totals",
     "records_between",
-    "summary",
     "unsorted_partitions",
     "with_flags",
 ]

@@ -77,7 +77,8 @@ def nonmonotonic_from_facts(context: Context, facts: DataFrame, runs: Sequence[i
     """:func:`nonmonotonic` for runs with a single ordered log sink where no record shows
     more than one part in it: then each record's first observe there is its only first
     occurrence, and the pairs come from the facts alone (one shuffle and sort of the
-    records, no scan). ``sink`` is null in the result (the caller knows the one sink)."""
+    records, no scan; lazily: they are ranked with the other kinds'). ``sink`` is null in
+    the result (the caller knows the one sink)."""
     first = facts.where(
         F.col("run").isin(*runs) & (F.col("n_app") >= 1) & F.col("ordered_first").isNotNull()
     ).select(
@@ -95,7 +96,8 @@ def nonmonotonic_from_facts(context: Context, facts: DataFrame, runs: Sequence[i
         F.lag("off").over(stream).alias("prev_off"),
         F.lag("pos").over(stream).alias("prev_pos"),
     ).where(F.col("off") < F.col("prev_off"))
-    return context.keep(pairs)
+    del context
+    return pairs
 
 
 def nonmonotonic(context: Context, runs: Sequence[int]) -> DataFrame:
@@ -144,10 +146,14 @@ def nonmonotonic(context: Context, runs: Sequence[int]) -> DataFrame:
         F.lag("off").over(stream).alias("prev_off"),
         F.lag("pos").over(stream).alias("prev_pos"),
     ).where(F.col("off") < F.col("prev_off"))
-    return context.keep(pairs)
+    del context
+    return pairs
 
 
 # --------------------------------------------------------------------------- partitions
+
+_INLINE_SINKS: Final = 64
+"""Up to this many aggregated table sinks, count-mismatch finds them by expressions."""
 
 _PARTITION_COLUMNS: Final = (
     ("tag", _STR),
@@ -163,46 +169,73 @@ _PARTITION_COLUMNS: Final = (
 )
 
 
+PARTITION_ROWS: Final = (
+    ("run", _INT),
+    ("pno", _INT),
+    ("pos", _LONG),
+    ("kc", _INT),
+    ("off", _LONG),
+    ("process", _LONG),
+    ("redelivered", _BOOL),
+)
+"""The columns of the partition pass's input rows (:func:`partition_rows`)."""
+
+
+def partition_rows(context: Context, runs: Sequence[int]) -> DataFrame:
+    """The reads, fetches, commits, rollbacks and truncates of ``runs`` with a partition,
+    from the events (the fused pass's cache gives the same rows when every record is read
+    at most once: :meth:`Fused.ladder`)."""
+    ev = context.events.where(F.col("run").isin(*runs))
+    kc = F.col("kc")
+    raw = ev.where(kc.isin(READ, FETCH, COMMIT, ROLLBACK, TRUNCATE) & F.col("pno").isNotNull())
+    return conform(
+        raw.select(
+            "run", "pno", "pos", "kc", F.col("offset").alias("off"), "process", "redelivered"
+        ),
+        PARTITION_ROWS,
+    )
+
+
 def partitions(
     context: Context,
-    runs: Sequence[int],
+    rows: DataFrame,
     *,
     one_reader: bool,
     truncates: bool,
 ) -> DataFrame:
-    """Pass 3, one shuffle by ``(run, partition)`` and one sort over reads, fetches, commits,
-    rollbacks (and truncates): per partition in event order, the checkpointed rows of
-    ``skip`` (S), ``offset-ahead`` by commit (A) and ``offset-regression`` (G).
+    """Pass 3, one shuffle by ``(run, partition)`` and one sort over ``rows`` (reads,
+    fetches, commits, rollbacks and truncates: :data:`PARTITION_ROWS`): per partition in
+    event order, the checkpointed rows of ``skip`` (S), ``offset-ahead`` by commit (A) and
+    ``offset-regression`` (G), with the columns of :data:`_PARTITION_COLUMNS`.
     ``one_reader``: only one process reads and fetches in these runs, so its previous read
     is the partition's (else a second sort, by process, finds each process's own);
     ``truncates``: some run has ``truncate`` events."""
-    ev = context.events.where(F.col("run").isin(*runs))
+    if not truncates:
+        rows = rows.where(F.col("kc") != TRUNCATE)
+    del context
+    sequenced = _sequenced(rows, one_reader=one_reader, truncates=truncates)
+    return conform(_classified(sequenced), _PARTITION_COLUMNS)
+
+
+def _sequenced(rows: DataFrame, *, one_reader: bool, truncates: bool) -> DataFrame:
+    """``rows`` with what came before each in its partition: the highest read offset
+    (``best``), the stored offset and its position, the truncated offset, and the kind,
+    offset (-1: none) and position of the reading process's own last read or fetch."""
     kc = F.col("kc")
-    kinds = [READ, FETCH, COMMIT, ROLLBACK] + ([TRUNCATE] if truncates else [])
-    raw = ev.where(kc.isin(*kinds) & F.col("pno").isNotNull()).select(
-        "run", "pno", "pos", "kc", F.col("offset").alias("off"), "process", "redelivered"
-    )
-    columns = (
-        ("run", _INT),
-        ("pno", _INT),
-        ("pos", _LONG),
-        ("kc", _INT),
-        ("off", _LONG),
-        ("process", _LONG),
-        ("redelivered", _BOOL),
-    )
-    rows = conform(raw, columns)
     before = (
         Window.partitionBy("run", "pno").orderBy("pos").rowsBetween(Window.unboundedPreceding, -1)
     )
     pos = F.col("pos")
     off = F.col("off")
     own = (kc == FETCH) | ((kc == READ) & ~F.col("redelivered"))
-    reading = own & (kc == READ)
     # plain numbers only (a null offset is -1: offsets are never negative here), so the
     # rows that go through the shuffle and the sort stay narrow
+    # the highest offset read before, and the first read of it (what an offset-ahead
+    # commit names): the greatest (offset, -position) of the reads before
+    highest = F.max(F.when(kc == READ, F.struct(off.alias("o"), (-pos).alias("p")))).over(before)
     windowed = [
-        F.max(F.when(kc == READ, off)).over(before).alias("best"),
+        highest["o"].alias("best"),
+        (-highest["p"]).alias("best_first"),
         F.last(F.when(kc.isin(COMMIT, ROLLBACK), F.coalesce(off, F.lit(-1))), True)
         .over(before)
         .alias("stored"),
@@ -230,6 +263,15 @@ def partitions(
             .rowsBetween(Window.unboundedPreceding, -1)
         )
         sequenced = rows.select("*", *windowed).select("*", *own_events(mine))
+    return sequenced
+
+
+def _classified(sequenced: DataFrame) -> DataFrame:
+    """The occurrences among :func:`_sequenced`'s rows, one row per tag."""
+    kc = F.col("kc")
+    off = F.col("off")
+    own = (kc == FETCH) | ((kc == READ) & ~F.col("redelivered"))
+    reading = own & (kc == READ)
     own_kc = F.col("own_kc")
     own_off = F.col("own_off")
     how = (
@@ -259,6 +301,7 @@ def partitions(
         "process",
         F.when(kind == "S", F.col("how")).alias("how"),
         F.when(kind == "S", F.col("own_pos"))
+        .when(kind == "A", F.col("best_first"))
         .when(kind == "G", F.col("stored_pos"))
         .alias("before"),
         F.when(kind == "S", F.col("low_"))
@@ -266,29 +309,7 @@ def partitions(
         .when(kind == "G", F.col("stored"))
         .alias("low"),
     )
-    found = context.keep(conform(found, _PARTITION_COLUMNS))
-    return _best_reads(context, found)
-
-
-def _best_reads(context: Context, found: DataFrame) -> DataFrame:
-    """``found`` with ``before`` of each offset-ahead commit set to the position of the first
-    read of its highest offset before it (a few commits: the reads of those offsets are
-    looked up on their own)."""
-    ahead = found.where((F.col("tag") == "A") & F.col("low").isNotNull())
-    wanted = ahead.select("run", "pno", F.col("low").alias("offset"), F.col("pos").alias("cpos"))
-    reads = context.events.where(F.col("kc") == READ).select("run", "pno", "offset", "pos")
-    firsts = (
-        reads.join(wanted, ["run", "pno", "offset"])
-        .where(F.col("pos") < F.col("cpos"))
-        .groupBy("run", "pno", "cpos")
-        .agg(F.min("pos").alias("first_read"))
-    )
-    columns = [name for name, _ in _PARTITION_COLUMNS]
-    resolved = ahead.join(
-        firsts.withColumnRenamed("cpos", "pos"), ["run", "pno", "pos"], "left"
-    ).select(*[F.col("first_read").alias("before") if c == "before" else c for c in columns])
-    others = found.where(~((F.col("tag") == "A") & F.col("low").isNotNull()))
-    return context.keep(union_all([others.select(*columns), resolved]))
+    return found
 
 
 def offset_violations(context: Context, facts: DataFrame, runs: Sequence[int]) -> set[int]:
@@ -315,15 +336,15 @@ def offset_violations(context: Context, facts: DataFrame, runs: Sequence[int]) -
     return {int(row["run"]) for row in rows}
 
 
-def past_lost(context: Context, facts: DataFrame, lossy: Sequence[int]) -> DataFrame:
+def past_lost(facts: DataFrame, control: DataFrame, lossy: Sequence[int]) -> DataFrame:
     """offset-ahead past a lost record (tag B): for each record with a lost effect in the
     ``lossy`` runs, the first commit of its partition whose offset, or an earlier commit's,
     is above the record's: ``run, pno, pos (the commit), before (its offset), process, off
-    (the record's), record_id``. Commits are few: they are read once more, on their own."""
-    kc = F.col("kc")
-    commits = context.events.where(
-        F.col("run").isin(*lossy) & (kc == COMMIT) & F.col("pno").isNotNull()
-    ).select("run", "pno", "pos", F.col("offset").alias("off"), "process")
+    (the record's), record_id``. ``control``: the partition events (:data:`PARTITION_ROWS`)
+    with the runs' commits, few."""
+    commits = control.where(
+        F.col("run").isin(*lossy) & (F.col("kc") == COMMIT) & F.col("pno").isNotNull()
+    ).select("run", "pno", "pos", "off", "process")
     before = (
         Window.partitionBy("run", "pno").orderBy("pos").rowsBetween(Window.unboundedPreceding, -1)
     )
@@ -479,47 +500,113 @@ def _inputs(context: Context, facts: DataFrame, runs: Sequence[int]) -> DataFram
     return appends.join(unacked, ["run", "record_id"], "left_anti")
 
 
+def _sides(
+    context: Context, keyed: DataFrame, tables: DataFrame, sinks: Sequence[tuple[int, str, str]]
+) -> tuple[DataFrame, DataFrame]:
+    """The expected value of each key of each aggregated table sink (``run, sink, key,
+    expected``) and its observed value (``run, sink, key, value, pos``); ``sinks``: run, sink
+    name, aggregate. A few sinks are matched by expressions, more by a broadcast join."""
+    count = Aggregate.COUNT.value
+    if len(sinks) > _INLINE_SINKS:
+        aggregated = context.small(list(sinks), "run int, sink string, agg string")
+        expected = keyed.join(F.broadcast(aggregated), "run").select(
+            "run",
+            "sink",
+            "key",
+            F.when(F.col("agg") == count, F.col("n")).otherwise(F.col("total")).alias("expected"),
+        )
+        chosen = tables.join(F.broadcast(aggregated.select("run", "sink")), ["run", "sink"])
+        return expected, chosen
+    per_run: dict[int, list[Column]] = {}
+    wanted: Column = F.lit(False)
+    for run, name, aggregate in sinks:
+        per_run.setdefault(run, []).append(
+            F.struct(F.lit(name).alias("sink"), F.lit(aggregate == count).alias("counted"))
+        )
+        wanted = wanted | ((F.col("run") == run) & (F.col("sink") == name))
+    of_run: Column | None = None
+    for run, entries in per_run.items():
+        test = F.col("run") == run
+        of_run = (
+            F.when(test, F.array(*entries))
+            if of_run is None
+            else of_run.when(test, F.array(*entries))
+        )
+    assert of_run is not None
+    expected = keyed.select("*", F.explode(of_run).alias("s")).select(
+        "run",
+        F.col("s.sink").alias("sink"),
+        "key",
+        F.when(F.col("s.counted"), F.col("n")).otherwise(F.col("total")).alias("expected"),
+    )
+    return expected, tables.where(wanted)
+
+
+def inputs_per_key(context: Context, facts: DataFrame, runs: Sequence[int]) -> DataFrame:
+    """The acknowledged inputs of each key (``run, key, n, total``), from the appends."""
+    return (
+        _inputs(context, facts, runs)
+        .groupBy("run", "key")
+        .agg(F.count(F.lit(1)).alias("n"), F.sum("value").alias("total"))
+    )
+
+
 def count_mismatches(
-    context: Context, facts: DataFrame, tables: DataFrame, runs: Sequence[int]
-) -> DataFrame:
+    context: Context,
+    facts: DataFrame,
+    tables: DataFrame,
+    runs: Sequence[int],
+    keyed: DataFrame,
+) -> DataFrame | None:
     """Keys whose table value differs from the acknowledged input's aggregate:
     ``run, sink, key, expected, observed (null: absent), pos, over, min_rid`` (``min_rid``:
-    the smallest id of the key's records, only for absent keys, which sort by it)."""
+    the smallest id of the key's records, only for absent keys, which sort by it); None when
+    there is none. ``keyed``: the inputs per key (``run, key, n, total``) of the runs that
+    have them from the fused pass (the others' are counted from their appends)."""
     sinks = [
         (number, name, spec.aggregate.value)
         for number in runs
         for name, spec in context.runs[number].meta.sinks.items()
         if spec.kind is SinkKind.TABLE and spec.aggregate is not None
     ]
-    aggregated = context.small(sinks, "run int, sink string, agg string")
-    inputs = _inputs(context, facts, runs)
-    per_key = inputs.groupBy("run", "key").agg(
-        F.count(F.lit(1)).alias("n"), F.sum("value").alias("total")
-    )
-    expected = per_key.join(F.broadcast(aggregated), "run").select(
-        "run",
-        "sink",
-        "key",
-        F.when(F.col("agg") == Aggregate.COUNT.value, F.col("n"))
-        .otherwise(F.col("total"))
-        .alias("expected"),
-    )
-    observed = tables.join(F.broadcast(aggregated.select("run", "sink")), ["run", "sink"])
-    joined = expected.join(observed, ["run", "sink", "key"], "full_outer").select(
-        "run",
-        "sink",
-        "key",
-        F.coalesce(F.col("expected"), F.lit(0).cast(_LONG)).alias("expected"),
-        F.col("value").alias("observed"),
-        "pos",
+    expected, observed = _sides(context, keyed.where(F.col("run").isin(*runs)), tables, sinks)
+    # one shuffle: both sides by (run, sink, key), summed up (each side has one row a key)
+    joined = (
+        expected.select(
+            "run",
+            "sink",
+            "key",
+            "expected",
+            F.lit(None).cast(_LONG).alias("observed"),
+            F.lit(None).cast(_LONG).alias("pos"),
+        )
+        .unionByName(
+            observed.select(
+                "run",
+                "sink",
+                "key",
+                F.lit(None).cast(_LONG).alias("expected"),
+                F.col("value").alias("observed"),
+                "pos",
+            )
+        )
+        .groupBy("run", "sink", "key")
+        .agg(
+            F.coalesce(F.max("expected"), F.lit(0).cast(_LONG)).alias("expected"),
+            F.max("observed").alias("observed"),
+            F.max("pos").alias("pos"),
+        )
     )
     shown = F.coalesce(F.col("observed"), F.lit(0).cast(_LONG))
     wrong = context.keep(
         joined.where(shown != F.col("expected")).withColumn("over", shown > F.col("expected"))
     )
+    if not wrong.take(1):
+        return None
     absent = wrong.where(F.col("observed").isNull()).select("run", "key").distinct()
     firsts = (
-        inputs.join(absent, ["run", "key"])
+        _inputs(context, facts, runs)
+        .join(absent, ["run", "key"])
         .groupBy("run", "key")
         .agg(F.min("record_id").alias("min_rid"))
     )

@@ -127,8 +127,8 @@ class Context:
     null for an unknown kind), ``pno`` (partition number, null if undeclared), ``sk`` (sink
     code, null if undeclared), the other fields but ``partition``, ``index``, ``kind``,
     ``dlsn`` and ``detail``, which become ``poison``, ``redelivered``, ``ed`` (the detail of
-    an ``end``) and ``bad`` (the event fails a per-event rule of the validator). Cached by
-    :func:`summary`, so the later passes read it from memory (or local disk)."""
+    an ``end``) and ``bad`` (the event fails a per-event rule of the validator). Read from
+    the files by every query over it (the fused pass caches what the later ones need)."""
     partitions: int
     cached: list[DataFrame]
     persisted: list[DataFrame] = field(default_factory=list)
@@ -176,7 +176,30 @@ class Context:
         self.cached.clear()
 
     def small(self, rows: list[tuple[Any, ...]], schema: str) -> DataFrame:
-        return self.spark.createDataFrame(rows, schema=schema)
+        """:func:`local_frame` in this session."""
+        return local_frame(self.spark, rows, schema)
+
+
+def local_frame(spark: SparkSession, rows: Sequence[tuple[Any, ...]], schema: str) -> DataFrame:
+    """A small table of ``rows`` (``schema``: ``"name type, ..."``) held in the query plan
+    itself (a local relation): broadcasting it runs no Spark job, unlike a frame made from
+    a list, which is an RDD. The values are bound as parameters, never spliced into SQL."""
+    columns = [part.strip().split(" ") for part in schema.split(",")]
+    casts = ", ".join(f"CAST(c{i} AS {kind}) AS {name}" for i, (name, kind) in enumerate(columns))
+    names = ", ".join(f"c{i}" for i in range(len(columns)))
+    if not rows:
+        nulls = ", ".join(f"CAST(NULL AS {kind}) AS {name}" for name, kind in columns)
+        return spark.sql(f"SELECT {nulls} WHERE false")
+    args: dict[str, Any] = {}
+    values = []
+    for i, row in enumerate(rows):
+        marks = []
+        for j, value in enumerate(row):
+            args[f"v{i}_{j}"] = value
+            marks.append(f":v{i}_{j}")
+        values.append(f"({', '.join(marks)})")
+    table = f"VALUES {', '.join(values)} AS t({names})"
+    return spark.sql(f"SELECT {casts} FROM {table}", args=args)
 
 
 def _normalized(uri: str) -> str:
@@ -210,42 +233,7 @@ def load(spark: SparkSession, runs: tuple[RunSource, ...], partitions: int) -> C
 
     Each row gets its run and position from its file (``_metadata.file_path`` and
     ``_metadata.row_index``), its kind code and the codes of its partition and sink."""
-    columns = [F.col(name) for name in _COLUMNS if name != "dlsn"]
-    reader = spark.read.schema(_schema()).option("recursiveFileLookup", "true")
-    files = [(number, file) for number, run in enumerate(runs) for file in run.files]
-    if not files:
-        raise ValueError("no runs to load")
-    row_index = F.col("_metadata.row_index")
-    if len(files) == 1:
-        events = reader.parquet(files[0][1].uri).select(
-            F.lit(files[0][0]).cast(_INT).alias("run"), row_index.alias("pos"), *columns
-        )
-    else:
-        # one scan for all files; each row finds its run and position through its file
-        frame = reader.parquet(*[file.uri for _, file in files])
-        where: dict[str, tuple[int, int]] = {}
-        for number, run in enumerate(runs):
-            base = 0
-            for file in run.files:
-                where[_location(file.uri)] = (number, base)
-                base += file.rows
-        mapping = []
-        for uri in frame.inputFiles():
-            found = where.get(_location(uri))
-            if found is None:
-                raise ValueError(f"Spark read a file the checker did not list: {uri}")
-            mapping.append((_normalized(uri), found[0], found[1]))
-        table = spark.createDataFrame(mapping, "file string, run int, base long")
-        events = frame.select(
-            F.regexp_replace(F.col("_metadata.file_path"), "^file:/+", "/").alias("file"),
-            row_index.alias("row"),
-            *columns,
-        ).join(F.broadcast(table), "file")
-        events = events.select(
-            "run",
-            (F.col("base") + F.col("row")).alias("pos"),
-            *[n for n in _COLUMNS if n != "dlsn"],
-        )
+    context = Context(spark, runs, _scanned(spark, runs), partitions, [])
     partition_rows: list[tuple[int, str, int]] = []
     sink_rows: list[tuple[int, str, int]] = []
     for number, run in enumerate(runs):
@@ -257,23 +245,87 @@ def load(spark: SparkSession, runs: tuple[RunSource, ...], partitions: int) -> C
             (number, name, _sink_code(spec.kind, spec.ordered, spec.aggregate))
             for name, spec in run.meta.sinks.items()
         )
-    context = Context(spark, runs, events, partitions, [])
-    partition_table = context.small(partition_rows, "run int, partition string, pno int")
-    sink_table = context.small(sink_rows, "run int, sink string, sk int")
+    events = _coded(context, context.events, "partition", "pno", partition_rows)
+    events = _coded(context, events, "sink", "sk", sink_rows)
+    events = events.withColumn("kc", _kind_code())
+    context.raw = events.withColumn("bad", _bad())
+    context.events = _compact(context.raw)
+    return context
+
+
+_INLINE_CODES: Final = 64
+"""Up to this many names, their codes are looked up by an expression, not a join."""
+
+
+def _coded(
+    context: Context, events: DataFrame, name: str, code: str, rows: list[tuple[int, str, int]]
+) -> DataFrame:
+    """``events`` with column ``code``: the code of column ``name`` in the event's run
+    (``rows``: run, name, code), null when the run declares no such name."""
+    if len(rows) > _INLINE_CODES:
+        table = context.small(rows, f"run int, {name} string, {code} int")
+        return events.join(F.broadcast(table), ["run", name], "left")
+    found: Column | None = None
+    for run, value, number in rows:
+        test = (F.col("run") == run) & (F.col(name) == value)
+        found = F.when(test, number) if found is None else found.when(test, number)
+    return events.withColumn(code, (F.lit(None) if found is None else found).cast(_INT))
+
+
+def _scanned(spark: SparkSession, runs: tuple[RunSource, ...]) -> DataFrame:
+    """Every event of ``runs`` in one scan, with its ``run`` and ``pos``."""
+    columns = [F.col(name) for name in _COLUMNS if name != "dlsn"]
+    reader = spark.read.schema(_schema()).option("recursiveFileLookup", "true")
+    files = [(number, file) for number, run in enumerate(runs) for file in run.files]
+    if not files:
+        raise ValueError("no runs to load")
+    row_index = F.col("_metadata.row_index")
+    if len(files) == 1:
+        return reader.parquet(files[0][1].uri).select(
+            F.lit(files[0][0]).cast(_INT).alias("run"), row_index.alias("pos"), *columns
+        )
+    # one scan for all files; each row finds its run and position through its file
+    frame = reader.parquet(*[file.uri for _, file in files])
+    where: dict[str, tuple[int, int]] = {}
+    for number, run in enumerate(runs):
+        base = 0
+        for file in run.files:
+            where[_location(file.uri)] = (number, base)
+            base += file.rows
+    mapping = []
+    for uri in frame.inputFiles():
+        found = where.get(_location(uri))
+        if found is None:
+            raise ValueError(f"Spark read a file the checker did not list: {uri}")
+        mapping.append((_normalized(uri), found[0], found[1]))
+    table = local_frame(spark, mapping, "file string, run int, base long")
+    events = frame.select(
+        F.regexp_replace(F.col("_metadata.file_path"), "^file:/+", "/").alias("file"),
+        row_index.alias("row"),
+        *columns,
+    ).join(F.broadcast(table), "file")
+    return events.select(
+        "run",
+        (F.col("base") + F.col("row")).alias("pos"),
+        *[n for n in _COLUMNS if n != "dlsn"],
+    )
+
+
+def _kind_code() -> Column:
+    """The code of an event's kind (null for an unknown kind), frequent kinds tested first."""
     kind = F.col("kind")
     code: Column | None = None
     for event_kind in (*_FREQUENT_FIRST, *[k for k in EventKind if k not in _FREQUENT_FIRST]):
         test = kind == event_kind.value
         code = F.when(test, _K[event_kind]) if code is None else code.when(test, _K[event_kind])
     assert code is not None
-    events = (
-        events.join(F.broadcast(partition_table), ["run", "partition"], "left")
-        .join(F.broadcast(sink_table), ["run", "sink"], "left")
-        .withColumn("kc", code)
-    )
+    return code
+
+
+def _compact(raw: DataFrame) -> DataFrame:
+    """The columns of :attr:`Context.events` from the annotated events."""
     kc = F.col("kc")
-    context.raw = events.withColumn("bad", _bad())
-    context.events = context.raw.select(
+    return raw.select(
         "run",
         "pos",
         "kc",
@@ -298,7 +350,6 @@ def load(spark: SparkSession, runs: tuple[RunSource, ...], partitions: int) -> C
         F.when(kc == END, F.col("detail")).alias("ed"),
         "bad",
     )
-    return context
 
 
 def _bad() -> Column:

@@ -92,6 +92,15 @@ def _stateful(candidates: DataFrame, rounds: int = 2) -> DataFrame:
     1`` more times) only the acks that match the append accepted before them. That is the
     validator's answer whenever no record id is appended twice at different places (and
     in nearly all cases when one is)."""
+    current = _matching(candidates)
+    for round_number in range(rounds):
+        current = _round(current, last=round_number + 1 == rounds)
+    return _coded(current)
+
+
+def _matching(candidates: DataFrame) -> DataFrame:
+    """The candidates' fields, and ``counts``: the event is an ack that matches an earlier
+    append at its place (the first round's guess of the acks that count)."""
     kc = F.col("kc")
     pos = F.col("pos")
     base = candidates.select(
@@ -124,53 +133,65 @@ def _stateful(candidates: DataFrame, rounds: int = 2) -> DataFrame:
             .isNotNull()
         ).alias("counts"),
     )
+    return matching
+
+
+def _round(current: DataFrame, *, last: bool) -> DataFrame:
+    """One round: per partition the highest offset acknowledged before each event by an ack
+    that counts (``acked``), per record the first append accepted (``accepted``), and
+    (unless ``last``) the acks that count in the next round."""
+    kc = F.col("kc")
+    pos = F.col("pos")
     per_partition = (
         Window.partitionBy("run", "pno").orderBy("pos").rowsBetween(Window.unboundedPreceding, -1)
     )
     per_record = Window.partitionBy("run", "record_id")
-    current = matching
-    for round_number in range(rounds):
-        step = current.select(
-            *[c for c in current.columns if c not in ("acked", "accepted")],
-            F.max(
-                F.when(
-                    F.col("counts"),
-                    F.struct(
-                        F.col("offset").alias("o"), (-pos).alias("p"), F.col("index").alias("i")
-                    ),
-                )
+    step = current.select(
+        *[c for c in current.columns if c not in ("acked", "accepted")],
+        F.max(
+            F.when(
+                F.col("counts"),
+                F.struct(F.col("offset").alias("o"), (-pos).alias("p"), F.col("index").alias("i")),
             )
-            .over(per_partition)
-            .alias("acked"),
         )
-        accepts = (kc == APPEND) & (F.col("acked").isNull() | (F.col("offset") > F.col("acked.o")))
-        step = step.select(
-            "*",
-            F.min(
-                F.when(
-                    accepts,
-                    F.struct(
-                        pos.alias("p"),
-                        F.col("pno").alias("n"),
-                        F.col("offset").alias("o"),
-                        F.col("partition").alias("name"),
-                        F.col("index").alias("i"),
-                    ),
-                )
+        .over(per_partition)
+        .alias("acked"),
+    )
+    accepts = (kc == APPEND) & (F.col("acked").isNull() | (F.col("offset") > F.col("acked.o")))
+    step = step.select(
+        "*",
+        F.min(
+            F.when(
+                accepts,
+                F.struct(
+                    pos.alias("p"),
+                    F.col("pno").alias("n"),
+                    F.col("offset").alias("o"),
+                    F.col("partition").alias("name"),
+                    F.col("index").alias("i"),
+                ),
             )
-            .over(per_record)
-            .alias("accepted"),
         )
-        if round_number + 1 < rounds:
-            step = step.withColumn(
-                "counts",
-                (kc == ACK)
-                & F.col("accepted").isNotNull()
-                & (F.col("accepted.p") < pos)
-                & (F.col("accepted.n") == F.col("pno"))
-                & (F.col("accepted.o") == F.col("offset")),
-            )
-        current = step
+        .over(per_record)
+        .alias("accepted"),
+    )
+    if not last:
+        step = step.withColumn(
+            "counts",
+            (kc == ACK)
+            & F.col("accepted").isNotNull()
+            & (F.col("accepted.p") < pos)
+            & (F.col("accepted.n") == F.col("pno"))
+            & (F.col("accepted.o") == F.col("offset")),
+        )
+    return step
+
+
+def _coded(current: DataFrame) -> DataFrame:
+    """The events the append/ack/read rules refuse, with the validator's problem code and
+    the facts its message names."""
+    kc = F.col("kc")
+    pos = F.col("pos")
     accepted = F.col("accepted")
     earlier = accepted.isNotNull() & (F.col("accepted.p") < pos)
     code = (

@@ -1,25 +1,41 @@
-"""Pass 1 and 2 of the Spark checker: the per-run summary (one scan, cached) and the
-facts of every record (one shuffle by record, checkpointed) (internal)."""
+"""The fused pass of the Spark checker: one scan of every run's events and one shuffle keyed
+by record, producing every count the verdict needs (internal).
+
+:func:`fused` groups every event by what it belongs to, its *grain*: a record
+(``append``, ``ack``, ``read``, ``emit`` and log-sink ``observe`` events with a record id),
+a key of a table sink (its ``observe`` events), a partition event the partition pass needs
+(``fetch``, ``commit``, ``rollback``, ``truncate``, one row each) or the rest of its run
+(spread over a few buckets). Each group carries the counters of the validator's run-wide
+rules (events, malformed events, ends, drains, appends, ...) next to its own facts, so one
+aggregation over the groups, run by run, gives the :class:`Summary` of each run and the
+record-level totals (lost effects, copies, unexpected outputs, the validator's certificate)
+in the same job that caches the groups for the queries that follow (witnesses, the
+partition pass, table aggregates), which read the cache, not the files.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Final
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from harness.history.events import EndDetail
 from harness.spark.check.queries._load import (
     _BITS,
     _LONG,
     ACK,
     APPEND,
+    COMMIT,
     DRAIN,
     EMIT,
     END,
     FETCH,
     OBSERVE,
     READ,
+    ROLLBACK,
     SINK_LOG,
     SINK_ORDERED,
     SINK_TABLE,
@@ -28,12 +44,29 @@ from harness.spark.check.queries._load import (
     Context,
 )
 
-# ------------------------------------------------------------------------------ summary
+__all__ = ["FACT_COLUMNS", "Fused", "Summary", "exact_below", "fused", "record_totals"]
+
+RECORD: Final = 0
+"""Grain of a record's events (``gk``: its id, ``opart``: the observed part, if any)."""
+TABLE: Final = 1
+"""Grain of a table sink key's observes (``gk``: the key, ``gs``: the sink)."""
+CONTROL: Final = 2
+"""Grain of one fetch, commit, rollback, truncate or end (``gp``: its position, ``gs``: the
+detail of an end)."""
+REST: Final = 3
+"""Grain of the other events of a run (``gp``: one of :data:`_BUCKETS` buckets)."""
+KEYED: Final = 4
+"""Grain of the appends of a key (``gk``), each append counted once more here."""
+_BUCKETS: Final = 64
+_KEYS: Final = ("run", "grain", "gk", "gs", "gp")
+_COMPLETE: Final = EndDetail.COMPLETE.value
+_PARTS: Final = "greatest(cast(1 as bigint), parts_max)"
+"""A record's expected parts: ``max(1, parts of its emits)``."""
 
 
 @dataclass(frozen=True, slots=True)
 class Summary:
-    """Per-run facts from the first pass (see :func:`summary`)."""
+    """Per-run facts of the fused pass (see :func:`fused`)."""
 
     events: int
     bad: int
@@ -51,223 +84,438 @@ class Summary:
     """At most one process reads and fetches."""
 
 
-def summary(context: Context) -> tuple[dict[int, Summary], DataFrame]:
-    """Pass 1: per run a :class:`Summary`, and the cached last value of every key of every
-    table sink (``run, sink, key, value, pos``)."""
-    context.events = context.cache(context.events)
-    ev = context.events
+@dataclass(frozen=True, slots=True)
+class Fused:
+    """What :func:`fused` gives: each run's :class:`Summary` and record totals (a row with
+    ``bad, acknowledged, expected_effects, duplicates, lost, unknown, unexpected`` and
+    ``multi_read``: records read more than once, ``crowded``: records showing more than one
+    part in an ordered sink, ``unacked_inputs``: non-poison records appended and never
+    acknowledged), and the cached groups, as frames."""
+
+    summaries: dict[int, Summary]
+    totals: dict[int, Any]
+    groups: DataFrame
+
+    @property
+    def facts(self) -> DataFrame:
+        """One row per record (the columns of :data:`FACT_COLUMNS`)."""
+        return self.groups.where(F.col("grain") == RECORD).select(*FACT_COLUMNS)
+
+    def keyed(self, runs: Sequence[int]) -> DataFrame:
+        """Per key of the appends of ``runs``: ``run, key, n`` (non-poison appends),
+        ``total`` (their values); the acknowledged inputs of a key when the run's
+        ``unacked_inputs`` is 0 (no non-poison record is appended and never acknowledged)."""
+        return self.groups.where(
+            F.col("run").isin(*runs) & (F.col("grain") == KEYED) & (F.col("k_n") > 0)
+        ).select(
+            "run",
+            F.col("gk").alias("key"),
+            F.col("k_n").alias("n"),
+            F.coalesce(F.col("k_sum"), F.lit(0).cast(_LONG)).alias("total"),
+        )
+
+    @property
+    def tables(self) -> DataFrame:
+        """The last value of every key of every table sink: ``run, sink, key, value, pos``."""
+        return self.groups.where(F.col("grain") == TABLE).select(
+            "run",
+            F.col("gs").alias("sink"),
+            F.col("gk").alias("key"),
+            F.col("t_value").alias("value"),
+            F.col("t_pos").alias("pos"),
+        )
+
+    def ladder(self, runs: Sequence[int]) -> DataFrame:
+        """The reads, fetches, commits, rollbacks and truncates of ``runs`` with a partition
+        (``run, pno, pos, kc, off, process, redelivered``), from the cache; exact for runs
+        whose records are read at most once each (``multi_read`` is 0)."""
+        grain = F.col("grain")
+        wanted = F.col("run").isin(*runs)
+        reads = self.groups.where(
+            wanted & (grain == RECORD) & (F.col("read_n") == 1) & F.col("read_pno").isNotNull()
+        ).select(
+            "run",
+            F.col("read_pno").alias("pno"),
+            F.col("read_last").alias("pos"),
+            F.lit(READ).alias("kc"),
+            F.col("read_off").alias("off"),
+            F.col("read_proc").alias("process"),
+            F.col("read_red").alias("redelivered"),
+        )
+        return reads.unionByName(self.control.where(wanted))
+
+    @property
+    def control(self) -> DataFrame:
+        """Every fetch, commit, rollback and truncate with a partition (the columns of
+        :meth:`ladder`), from the cache."""
+        return self.groups.where(
+            (F.col("grain") == CONTROL)
+            & F.col("e_pno").isNotNull()
+            & F.col("e_kc").isin(FETCH, COMMIT, ROLLBACK, TRUNCATE)
+        ).select(
+            "run",
+            F.col("e_pno").alias("pno"),
+            F.col("gp").alias("pos"),
+            F.col("e_kc").alias("kc"),
+            F.col("e_off").alias("off"),
+            F.col("e_proc").alias("process"),
+            F.lit(False).alias("redelivered"),
+        )
+
+
+FACT_COLUMNS: Final = (
+    "run",
+    "record_id",
+    "n_app",
+    "app_pos",
+    "app_pno",
+    "app_off",
+    "app_value",
+    "poison",
+    "ack_n",
+    "ack_first",
+    "read_last",
+    "emit_last",
+    "parts",
+    "obs_n",
+    "below",
+    "extra",
+    "unacc",
+    "omask",
+    "cert_bad",
+    "ordered_first",
+    "ordered_effects",
+)
+"""The facts of a record: its append (``n_app``, ``app_pos``, ``app_pno``, ``app_off``,
+``app_value``, ``poison``), its acks (``ack_n``, ``ack_first``), its last read
+and emit, ``parts`` (the expected parts, ``max(1, parts of its emits)``), its observes
+(``obs_n``; ``below``: how many expected parts a log sink shows, null when that needs
+:func:`exact_below`; ``extra``: copies beyond the first of each part; ``unacc``: outputs its
+rules do not allow, null when that needs :func:`exact_below`; ``omask``: the observed parts
+below 62 as bits), ``cert_bad`` (its acks and reads do not match its single append: the
+history fails validation), and for ordered log sinks ``ordered_effects`` (how many of its
+parts they show) and ``ordered_first`` (the first such observe)."""
+
+
+def fused(context: Context) -> Fused:
+    """The fused pass over every run (one scan, one shuffle, one query collecting a row per
+    run, and a small one for the detail of a last ``end`` that is not ``complete``); the
+    groups stay cached for the later queries, until :meth:`Context.release`."""
+    groups = context.cache(_groups(context))
+    rows = {int(row["run"]): row for row in _totals(groups).collect()}
+    # the detail of a run's last end: "complete" from the totals, any other read back
+    ends = [row["end_pos"] for row in rows.values() if row["end_complete"] is False]
+    details = {(run, row["end_pos"]): _COMPLETE for run, row in rows.items() if row["end_complete"]}
+    if ends:
+        found = groups.where(
+            (F.col("grain") == CONTROL) & (F.col("e_kc") == END) & F.col("gp").isin(*ends)
+        )
+        details.update(
+            {
+                (int(row["run"]), row["gp"]): row["gs"]
+                for row in found.select("run", "gp", "gs").collect()
+            }
+        )
+    summaries = {
+        run: _summary(row, details.get((run, row["end_pos"]))) for run, row in rows.items()
+    }
+    return Fused(summaries, rows, groups)
+
+
+def _summary(row: Any, end_detail: str | None) -> Summary:
+    return Summary(
+        events=int(row["n"]),
+        bad=int(row["bad_events"]),
+        ends=int(row["n_end"]),
+        end_pos=row["end_pos"],
+        end_detail=end_detail,
+        drains=int(row["n_drain"]),
+        drain_pos=row["drain_pos"],
+        aborts=int(row["n_abort"]),
+        log_observes=int(row["n_log"]),
+        null_observes=int(row["n_null"]),
+        appends=int(row["n_append"]),
+        truncates=int(row["n_truncate"]),
+        one_reader=row["reader_lo"] == row["reader_hi"],
+    )
+
+
+def _grained(context: Context) -> DataFrame:
+    """Every event with its grain and group keys, and only the columns the groups need;
+    each append also once more in the grain of its key (``primary`` false)."""
     kc = F.col("kc")
     sk = F.col("sk")
-    table_observe = (kc == OBSERVE) & (sk.bitwiseAND(SINK_TABLE) != 0)
     log_observe = (kc == OBSERVE) & (sk.bitwiseAND(SINK_LOG) != 0)
-    # plain numbers grouped by run (this query also fills the cache); the end details and
-    # the table values come from small queries over the cache afterwards
-    totals = ev.groupBy("run").agg(
-        F.count(F.lit(1)).alias("n"),
-        F.count_if(F.col("bad")).alias("bad"),
-        F.count_if(kc == END).alias("n_end"),
-        F.max(F.when(kc == END, F.col("pos"))).alias("end_pos"),
-        F.count_if(kc == DRAIN).alias("n_drain"),
-        F.min(F.when(kc == DRAIN, F.col("pos"))).alias("drain_pos"),
-        F.count_if(kc == TXN_ABORT).alias("n_abort"),
-        F.count_if(log_observe).alias("n_log"),
-        F.count_if(log_observe & F.col("record_id").isNull()).alias("n_null"),
-        F.count_if(kc == APPEND).alias("n_append"),
-        F.count_if(kc == TRUNCATE).alias("n_truncate"),
-        F.min(F.when(kc.isin(READ, FETCH), F.col("process"))).alias("reader_lo"),
-        F.max(F.when(kc.isin(READ, FETCH), F.col("process"))).alias("reader_hi"),
+    table_observe = (kc == OBSERVE) & (sk.bitwiseAND(SINK_TABLE) != 0)
+    record = F.col("record_id").isNotNull() & (kc.isin(APPEND, ACK, READ, EMIT) | log_observe)
+    grain = (
+        F.when(record, RECORD)
+        .when(table_observe, TABLE)
+        .when(kc.isin(FETCH, COMMIT, ROLLBACK, TRUNCATE, END), CONTROL)
+        .otherwise(REST)
     )
-    rows = totals.collect()
-    details = (
-        {
-            (row["run"], row["pos"]): row["ed"]
-            for row in ev.where((kc == END) & F.col("pos").isin(*[r["end_pos"] for r in rows]))
-            .select("run", "pos", "ed")
-            .collect()
-        }
-        if any(r["end_pos"] is not None for r in rows)
-        else {}
+    grains = F.when(record & (kc == APPEND), F.array(F.lit(RECORD), F.lit(KEYED))).otherwise(
+        F.array(grain)
     )
-    result: dict[int, Summary] = {}
-    for row in rows:
-        result[int(row["run"])] = Summary(
-            events=int(row["n"]),
-            bad=int(row["bad"]),
-            ends=int(row["n_end"]),
-            end_pos=row["end_pos"],
-            end_detail=details.get((row["run"], row["end_pos"])),
-            drains=int(row["n_drain"]),
-            drain_pos=row["drain_pos"],
-            aborts=int(row["n_abort"]),
-            log_observes=int(row["n_log"]),
-            null_observes=int(row["n_null"]),
-            appends=int(row["n_append"]),
-            truncates=int(row["n_truncate"]),
-            one_reader=row["reader_lo"] == row["reader_hi"],
-        )
-    tables = (
-        ev.where(table_observe)
-        .groupBy("run", "sink", "key")
-        .agg(F.max_by(F.col("value"), F.col("pos")).alias("value"), F.max("pos").alias("pos"))
-    )
-    return result, tables
-
-
-# ------------------------------------------------------------------------------ records
-
-
-def records(context: Context, runs: Sequence[int]) -> DataFrame:
-    """Pass 2: the checkpointed facts of every record, one row each, from one shuffle by
-    ``(run, record_id)`` and two hash aggregations over it (numbers only in the buffers, no
-    join, no sort): its append (``n_app``, ``app_pos``, ``app_pno``, ``app_off``,
-    ``app_value``, ``poison``), its acks (``ack_n``, ``ack_first``), its last read and emit,
-    ``parts`` (the expected parts, ``max(1, parts of its emits)``), its observes (``obs_n``;
-    ``below``: how many expected parts a log sink shows, null when that needs
-    :func:`exact_below`; ``extra``: copies beyond the first of each part; ``omask``: the
-    observed parts below 62 as bits), ``cert_bad`` (its acks and reads do not match its
-    single append: the history fails validation), and for ordered log sinks
-    ``ordered_effects`` (how many of its parts they show) and ``ordered_first`` (the first
-    such observe)."""
-    ev = context.events.where(F.col("run").isin(*runs))
-    kc = F.col("kc")
-    log_observe = (kc == OBSERVE) & (F.col("sk").bitwiseAND(SINK_LOG) != 0)
-    rows = ev.where(
-        F.col("record_id").isNotNull() & (kc.isin(APPEND, ACK, READ, EMIT) | log_observe)
-    ).select(
+    events = context.events.select(
         "run",
-        "record_id",
+        F.explode(grains).alias("grain"),
         "pos",
         "kc",
         "pno",
         "offset",
         "parts",
+        "part",
+        "record_id",
+        "key",
+        "sink",
+        "sk",
         "value",
+        "process",
         F.when(kc == APPEND, F.col("poison")).alias("poison"),
-        F.when(kc == OBSERVE, F.col("part")).alias("opart"),
-        ((kc == OBSERVE) & (F.col("sk").bitwiseAND(SINK_ORDERED) != 0)).alias("ordered"),
+        "redelivered",
+        "ed",
+        "bad",
+        log_observe.alias("log_observe"),
+        (log_observe & F.col("record_id").isNull()).alias("null_observe"),
     )
-    shuffled = rows.repartition(context.partitions, "run", "record_id")
+    grain = F.col("grain")
+    return events.select(
+        "*",
+        F.when(grain == RECORD, F.col("record_id"))
+        .when(grain.isin(TABLE, KEYED), F.col("key"))
+        .alias("gk"),
+        F.when(grain == TABLE, F.col("sink"))
+        .when((grain == CONTROL) & (kc == END), F.col("ed"))
+        .alias("gs"),
+        F.when(grain == CONTROL, F.col("pos"))
+        .when(grain == REST, F.col("pos") % _BUCKETS)
+        .alias("gp"),
+        F.when((grain == RECORD) & (kc == OBSERVE), F.col("part")).alias("opart"),
+        ((grain == RECORD) & (kc == OBSERVE) & (sk.bitwiseAND(SINK_ORDERED) != 0)).alias("ordered"),
+        (grain != KEYED).alias("primary"),
+    )
+
+
+def _groups(context: Context) -> DataFrame:
+    """The groups of every grain, with their record facts and run counters: one hash
+    aggregation, partial before the shuffle (which folds a key's appends and a run's other
+    events map-side) and final after it."""
+    grouped = _grained(context).groupBy(*_KEYS).agg(*_event_aggregates(), *_counters())
+    return _with_facts(grouped)
+
+
+def _when(kind: int, column: str) -> Column:
+    return F.when(F.col("kc") == kind, F.col(column))
+
+
+def _bit(condition: Column) -> Column:
+    """The bit of the observed part (below :data:`_BITS`) where ``condition`` holds."""
+    return F.when(
+        condition & (F.col("opart") < _BITS),
+        F.expr("shiftleft(cast(1 as bigint), cast(opart as int))"),
+    )
+
+
+def _event_aggregates() -> list[Column]:
+    """Per group, the facts of its events."""
+    kc = F.col("kc")
     pos = F.col("pos")
-    is_append = kc == APPEND
-    is_ack = kc == ACK
     matched = kc.isin(ACK, READ)
-    # level 1: the record's own events (opart null) and each observed part (its copies)
-    level1 = shuffled.groupBy("run", "record_id", "opart").agg(
-        F.count_if(is_append).alias("n_app"),
-        F.min(F.when(is_append, pos)).alias("app_pos"),
-        F.max(F.when(is_append, F.col("pno"))).alias("app_pno"),
-        F.max(F.when(is_append, F.col("offset"))).alias("app_off"),
-        F.max(F.when(is_append, F.col("value"))).alias("app_value"),
+    observed = F.col("opart").isNotNull()
+    ordered = F.col("ordered")
+    poison = F.col("poison")
+    return [
+        F.count_if(kc == APPEND).alias("n_app"),
+        F.min(_when(APPEND, "pos")).alias("app_pos"),
+        F.max(_when(APPEND, "pno")).alias("app_pno"),
+        F.max(_when(APPEND, "offset")).alias("app_off"),
+        F.max(_when(APPEND, "value")).alias("app_value"),
         F.max("poison").alias("poison"),
-        F.count_if(is_ack).alias("ack_n"),
-        F.min(F.when(is_ack, pos)).alias("ack_first"),
+        F.count_if(kc == ACK).alias("ack_n"),
+        F.min(_when(ACK, "pos")).alias("ack_first"),
         F.count_if(matched).alias("ar_n"),
         F.min(F.when(matched, pos)).alias("ar_pos"),
         F.min(F.when(matched, F.col("pno"))).alias("ar_pno_lo"),
         F.max(F.when(matched, F.col("pno"))).alias("ar_pno_hi"),
         F.min(F.when(matched, F.col("offset"))).alias("ar_off_lo"),
         F.max(F.when(matched, F.col("offset"))).alias("ar_off_hi"),
-        F.max(F.when(kc == READ, pos)).alias("read_last"),
-        F.max(F.when(kc == EMIT, pos)).alias("emit_last"),
-        F.max(F.when(kc == EMIT, F.col("parts"))).alias("parts_max"),
-        F.count_if(kc == OBSERVE).alias("copies"),
-        F.min(F.when(F.col("ordered"), pos)).alias("ordered_first"),
-    )
-    opart = F.col("opart")
-    observed = opart.isNotNull()
-    level2 = level1.groupBy("run", "record_id").agg(
-        F.sum("n_app").alias("n_app"),
-        F.min("app_pos").alias("app_pos"),
-        F.max("app_pno").alias("app_pno"),
-        F.max("app_off").alias("app_off"),
-        F.max("app_value").alias("app_value"),
-        F.max("poison").alias("poison"),
-        F.sum("ack_n").alias("ack_n"),
-        F.min("ack_first").alias("ack_first"),
-        F.sum("ar_n").alias("ar_n"),
-        F.min("ar_pos").alias("ar_pos"),
-        F.min("ar_pno_lo").alias("ar_pno_lo"),
-        F.max("ar_pno_hi").alias("ar_pno_hi"),
-        F.min("ar_off_lo").alias("ar_off_lo"),
-        F.max("ar_off_hi").alias("ar_off_hi"),
-        F.max("read_last").alias("read_last"),
-        F.max("emit_last").alias("emit_last"),
-        F.greatest(F.lit(1).cast(_LONG), F.max("parts_max")).alias("parts"),
-        F.sum("copies").alias("obs_n"),
-        F.sum(F.when(observed, F.col("copies") - 1)).alias("extra"),
-        F.bit_or(
-            F.when(
-                observed & (opart < _BITS),
-                F.expr("shiftleft(cast(1 as bigint), cast(opart as int))"),
-            )
-        ).alias("omask"),
-        F.count_if(observed & (opart >= _BITS)).alias("obig"),
-        F.max(opart).alias("omax"),
-        F.min("ordered_first").alias("ordered_first"),
-        F.count(F.col("ordered_first")).alias("ordered_effects"),
-    )
+        F.count_if(kc == READ).alias("read_n"),
+        F.max(_when(READ, "pos")).alias("read_last"),
+        F.max(_when(READ, "pno")).alias("read_pno"),
+        F.max(_when(READ, "offset")).alias("read_off"),
+        F.max(_when(READ, "process")).alias("read_proc"),
+        F.max(_when(READ, "redelivered")).alias("read_red"),
+        F.max(_when(EMIT, "pos")).alias("emit_last"),
+        F.max(_when(EMIT, "parts")).alias("parts_max"),
+        F.count_if(kc == OBSERVE).alias("obs_n"),
+        F.bit_or(_bit(observed)).alias("omask"),
+        F.max("opart").alias("omax"),
+        F.min(F.when(ordered, pos)).alias("ordered_first"),
+        F.bit_or(_bit(ordered)).alias("ordered_mask"),
+        F.count_if(ordered & (F.col("opart") >= _BITS)).alias("ordered_big"),
+        F.max_by(F.col("value"), pos).alias("t_value"),
+        F.count_if((kc == APPEND) & ~poison).alias("k_n"),
+        F.sum(F.when((kc == APPEND) & ~poison, F.col("value"))).alias("k_sum"),
+        F.max("kc").alias("e_kc"),
+        F.max("pno").alias("e_pno"),
+        F.max("offset").alias("e_off"),
+        F.max("process").alias("e_proc"),
+    ]
+
+
+_SUMS: Final = (
+    "n",
+    "bad_events",
+    "n_end",
+    "n_drain",
+    "n_abort",
+    "n_log",
+    "n_null",
+    "n_append",
+    "n_truncate",
+)
+
+
+def _counters() -> list[Column]:
+    """The run-wide counters of the validator and the summary (each event counted once:
+    not in the grain of its key)."""
+    kc = F.col("kc")
+    primary = F.col("primary")
+    reading = primary & kc.isin(READ, FETCH)
+    return [
+        F.count_if(primary).alias("n"),
+        F.count_if(primary & F.col("bad")).alias("bad_events"),
+        F.count_if(kc == END).alias("n_end"),
+        F.max(_when(END, "pos")).alias("end_pos"),
+        F.max_by(F.when(kc == END, F.col("ed") == _COMPLETE), _when(END, "pos")).alias(
+            "end_complete"
+        ),
+        F.count_if(kc == DRAIN).alias("n_drain"),
+        F.min(_when(DRAIN, "pos")).alias("drain_pos"),
+        F.count_if(kc == TXN_ABORT).alias("n_abort"),
+        F.count_if(F.col("log_observe")).alias("n_log"),
+        F.count_if(F.col("null_observe")).alias("n_null"),
+        F.count_if(primary & (kc == APPEND)).alias("n_append"),
+        F.count_if(kc == TRUNCATE).alias("n_truncate"),
+        F.min(F.when(reading, F.col("process"))).alias("reader_lo"),
+        F.max(F.when(reading, F.col("process"))).alias("reader_hi"),
+        F.max("pos").alias("t_pos"),
+    ]
+
+
+def _with_facts(grouped: DataFrame) -> DataFrame:
+    """The groups with the derived facts of a record (``below``, ``extra``, ``unacc``,
+    ``cert_bad``, ``poison``, ``ordered_effects``), see :data:`FACT_COLUMNS`. Parts at or
+    above :data:`_BITS` are counted exactly by :func:`exact_below` (``below``, ``extra`` or
+    ``unacc`` null), and make the record count as showing several parts in an ordered sink
+    (the exact nonmonotonic pass runs then)."""
     n_app = F.col("n_app")
-    parts = F.col("parts")
-    low_mask = F.expr(f"shiftleft(cast(1 as bigint), cast(least(parts, {_BITS}) as int)) - 1")
-    small = F.bit_count(F.coalesce(F.col("omask"), F.lit(0).cast(_LONG)).bitwiseAND(low_mask))
-    below = (
-        F.when(parts <= _BITS, small)
-        .when(F.coalesce(F.col("omax"), F.lit(0).cast(_LONG)) < parts, small + F.col("obig"))
-        .otherwise(F.lit(None))
+    parts = F.expr(_PARTS)
+    omax = F.coalesce(F.col("omax"), F.lit(0).cast(_LONG))
+    low_mask = F.expr(f"shiftleft(cast(1 as bigint), cast(least({_PARTS}, {_BITS}) as int)) - 1")
+    mask = F.coalesce(F.col("omask"), F.lit(0).cast(_LONG))
+    small = F.bit_count(mask.bitwiseAND(low_mask)).cast(_LONG)
+    below = F.when(parts <= _BITS, small).when(omax < _BITS, small).otherwise(F.lit(None))
+    misplaced = (
+        (F.col("ar_pos") < F.col("app_pos"))
+        | (F.col("ar_pno_lo") != F.col("app_pno"))
+        | (F.col("ar_pno_hi") != F.col("app_pno"))
+        | (F.col("ar_off_lo") != F.col("app_off"))
+        | (F.col("ar_off_hi") != F.col("app_off"))
     )
     certificate_bad = (
         (n_app > 1)
         | ((n_app == 0) & (F.col("ar_n") > 0))
-        | (
-            (n_app == 1)
-            & (F.col("ar_n") > 0)
-            & (
-                (F.col("ar_pos") < F.col("app_pos"))
-                | (F.col("ar_pno_lo") != F.col("app_pno"))
-                | (F.col("ar_pno_hi") != F.col("app_pno"))
-                | (F.col("ar_off_lo") != F.col("app_off"))
-                | (F.col("ar_off_hi") != F.col("app_off"))
-            )
-        )
+        | ((n_app == 1) & (F.col("ar_n") > 0) & misplaced)
     )
     # outputs its rules do not allow (all of a poison record's; parts above its emits'
     # declared ones, rare, counted exactly by exact_below) are unexpected, never copies
     poison = F.coalesce(F.col("poison"), F.lit(False))
-    beyond = F.coalesce(F.col("omax") >= parts, F.lit(False))
+    beyond = omax >= parts
     extra = (
         F.when(poison, F.lit(0).cast(_LONG))
-        .when(beyond, F.lit(None).cast(_LONG))
-        .otherwise(F.coalesce(F.col("extra"), F.lit(0).cast(_LONG)))
+        .when(beyond | (omax >= _BITS), F.lit(None).cast(_LONG))
+        .otherwise(F.col("obs_n") - F.bit_count(mask).cast(_LONG))
     )
     unaccounted = (
         F.when(poison, F.col("obs_n").cast(_LONG))
         .when(beyond, F.lit(None).cast(_LONG))
         .otherwise(F.lit(0).cast(_LONG))
     )
-    facts = level2.select(
-        "run",
-        "record_id",
-        "n_app",
-        "app_pos",
-        "app_pno",
-        "app_off",
-        "app_value",
-        F.coalesce(F.col("poison"), F.lit(False)).alias("poison"),
-        "ack_n",
-        "ack_first",
-        "read_last",
-        "emit_last",
-        "parts",
-        "obs_n",
-        below.cast(_LONG).alias("below"),
-        extra.alias("extra"),
-        unaccounted.alias("unacc"),
-        "omask",
-        F.coalesce(certificate_bad, F.lit(False)).alias("cert_bad"),
-        "ordered_first",
-        "ordered_effects",
+    ordered_mask = F.coalesce(F.col("ordered_mask"), F.lit(0).cast(_LONG))
+    derived = {
+        "record_id": F.col("gk"),
+        "parts": parts,
+        "poison": poison,
+        "below": below.cast(_LONG),
+        "extra": extra,
+        "unacc": unaccounted,
+        "cert_bad": F.coalesce(certificate_bad, F.lit(False)),
+        "ordered_effects": F.bit_count(ordered_mask).cast(_LONG) + F.col("ordered_big"),
+    }
+    used = (
+        "omax",
+        "ordered_mask",
+        "ordered_big",
+        "parts_max",
+        "ar_n",
+        "ar_pos",
+        "ar_pno_lo",
+        "ar_pno_hi",
+        "ar_off_lo",
+        "ar_off_hi",
     )
-    return context.keep(facts)
+    kept = [name for name in grouped.columns if name not in derived and name not in used]
+    return grouped.select(*kept, *[value.alias(name) for name, value in derived.items()])
+
+
+def _totals(groups: DataFrame) -> DataFrame:
+    """One row per run: the summary counters and the record totals."""
+    record = F.col("grain") == RECORD
+    return groups.groupBy("run").agg(
+        *[F.sum(name).alias(name) for name in _SUMS],
+        F.max("end_pos").alias("end_pos"),
+        F.max_by("end_complete", "end_pos").alias("end_complete"),
+        F.min("drain_pos").alias("drain_pos"),
+        F.min("reader_lo").alias("reader_lo"),
+        F.max("reader_hi").alias("reader_hi"),
+        *_record_aggregates(record),
+        F.count_if(record & (F.col("read_n") > 1)).alias("multi_read"),
+        F.count_if(record & (F.col("ordered_effects") > 1)).alias("crowded"),
+        F.count_if(record & (F.col("n_app") >= 1) & (F.col("ack_n") == 0) & ~F.col("poison")).alias(
+            "unacked_inputs"
+        ),
+    )
+
+
+def record_totals(facts: DataFrame) -> dict[int, Any]:
+    """The record totals of :class:`Fused` (``bad`` to ``unexpected``) of every run in
+    ``facts`` (after :func:`exact_below`), one row per run."""
+    rows = facts.groupBy("run").agg(*_record_aggregates(F.lit(True))).collect()
+    return {int(row["run"]): row for row in rows}
+
+
+def _record_aggregates(record: Column) -> list[Column]:
+    """Per run, over the rows where ``record`` holds: records breaking the validator's
+    certificate (``bad``), ``acknowledged`` records, ``expected_effects``, ``duplicates``,
+    ``lost`` effects, records whose counts need :func:`exact_below` (``unknown``) and records
+    with ``unexpected`` outputs."""
+    acked = record & (F.col("ack_n") > 0)
+    kept = acked & ~F.col("poison")
+    missing = F.col("parts") - F.coalesce(F.col("below"), F.lit(0))
+    return [
+        F.count_if(record & F.col("cert_bad")).alias("bad"),
+        F.count_if(acked).alias("acknowledged"),
+        F.sum(F.when(kept, F.col("parts"))).alias("expected_effects"),
+        F.sum(F.when(acked, F.coalesce(F.col("extra"), F.lit(0)))).alias("duplicates"),
+        F.sum(F.when(kept, missing)).alias("lost"),
+        F.count_if(record & (F.col("below").isNull() | F.col("unacc").isNull())).alias("unknown"),
+        F.count_if(
+            record
+            & (((F.col("ack_n") == 0) & (F.col("obs_n") > 0)) | (acked & (F.col("unacc") > 0)))
+        ).alias("unexpected"),
+    ]
 
 
 def exact_below(context: Context, runs: Sequence[int], facts: DataFrame) -> DataFrame:
