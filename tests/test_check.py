@@ -796,6 +796,39 @@ def test_skip_a_fetch_with_no_offset_starts_at_the_truncation_point() -> None:
     )
 
 
+def test_skip_a_read_past_a_truncation_is_compared_with_the_log_s_start() -> None:
+    # process 1 reads r1; process 2 does r2 and r3 and truncates the log up to offset `at`;
+    # process 1's reader, opened without a fetch, goes on at offset 3 (r4)
+    def history(at: int, *, r3_done: bool = True) -> History:
+        b = Builder()
+        b.ingest("r1", "r2", "r3", "r4")
+        outputs = b.process("r1")
+        outputs += b.process(*(["r2", "r3"] if r3_done else ["r2"]), process=2)
+        b.add(K.TRUNCATE, partition="p", offset=at, process=2)
+        outputs += b.process("r4")
+        return b.finish(*outputs)
+
+    assert_valid(history(3))  # nothing below the log's start is owed to a reader
+    for guarantee in BOTH:  # a jump above the log's start still is a skip
+        skip = only(check(history(2), guarantee))
+        assert skip.kind is AnomalyKind.SKIP
+        assert skip.witnesses[0].record_ids == ("r3",)
+        assert "offsets 2 to 2 skipped" in skip.witnesses[0].detail
+    # a record truncated before it was done is lost, not skipped
+    assert [a.kind for a in check(history(3, r3_done=False), EO).anomalies] == [
+        AnomalyKind.LOST
+    ]
+
+    # after a fetch, too: the fetched offset or the log's start, whichever is higher
+    b = Builder()
+    b.ingest("r1", "r2", "r3")
+    outputs = b.process("r1", "r2", process=2)
+    b.fetch(1)
+    b.add(K.TRUNCATE, partition="p", offset=2, process=2)
+    outputs += b.process("r3")
+    assert_valid(b.finish(*outputs))
+
+
 def test_skip_counts_each_jump_once_and_caps_the_skipped_records() -> None:
     b = Builder()
     names = [f"r{i}" for i in range(10)]

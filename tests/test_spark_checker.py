@@ -340,6 +340,33 @@ def test_rare_shapes_many_parts_and_appends_out_of_offset_order(spark: Any, tmp_
     check_both(tmp_path, stored, spark)
 
 
+@pytest.mark.slow
+def test_a_read_past_a_truncation_is_judged_alike(spark: Any, tmp_path: Path) -> None:
+    """The skip rule's floor is the log's start: process 2 truncates the log (at offset 3,
+    then at 2), process 1's open reader goes on at offset 3; after a fetch, too."""
+    runs = []
+    for truncated_at in (3, 2):
+        b = HistoryBuilder({})
+        for offset, rid in enumerate(("r1", "r2", "r3", "r4")):
+            b.append(rid, "p", offset=offset, key="k1", value=1)
+            b.at(K.ACK, rid)
+        b.at(K.READ, "r1", process=1)
+        b.at(K.READ, "r2", process=2)
+        b.at(K.READ, "r3", process=2)
+        b.add(K.TRUNCATE, process=2, partition="p", offset=truncated_at)
+        b.at(K.READ, "r4", process=1)
+        b.add(K.FETCH, process=3, partition="p", offset=1)
+        b.add(K.TRUNCATE, process=2, partition="p", offset=4)
+        b.at(K.READ, "r4", process=3)
+        b.add(K.DRAIN)
+        b.add(K.END, detail="complete")
+        runs.append(b.history())
+    stored = write_runs(tmp_path, runs)
+    kinds = [[a.kind for a in check(h, ALO).anomalies] for h in stored.values()]
+    assert kinds == [[], [AnomalyKind.SKIP]], kinds
+    check_both(tmp_path, stored, spark)
+
+
 def test_sources_that_are_not_histories_are_refused(tmp_path: Path) -> None:
     from harness.spark import discover_runs
 

@@ -49,12 +49,14 @@ lost-record half of ``offset-ahead``) are not assessed.
     and both ``observe`` events.
 ``skip``
     Per process and partition, over ``read`` events not marked ``redelivered`` (redeliveries
-    are ignored here): a read at an offset more than 1 above the previous one; and the first
-    read after a ``fetch`` of that partition by that process that returned ``c``, when the
-    read offset is above ``c`` (above ``max(0, t)`` when ``c`` is null, ``t`` the last
-    ``truncate`` offset of the partition so far, 0 if none); such a read is compared with the
-    fetch, not with the previous read. Witness: the two events and the skipped records (the
-    first :data:`MAX_WITNESSES` appended ones in the skipped range).
+    are ignored here): a read at an offset above ``max(o + 1, t)``, ``o`` the previous read's
+    offset and ``t`` the last ``truncate`` offset of the partition so far (0 if none: records
+    below the log's start cannot be read, and whether they were done first is for ``lost``
+    and ``offset-ahead`` to say); and the first read after a ``fetch`` of that partition by
+    that process that returned ``c``, when the read offset is above ``max(c, t)`` (``c`` null:
+    0); such a read is compared with the fetch, not with the previous read. Witness: the two
+    events and the skipped records (the first :data:`MAX_WITNESSES` appended ones in the
+    skipped range).
 ``offset-ahead``
     (a) A ``commit`` of offset ``c`` for partition ``p`` with ``c > h + 1``, ``h`` the highest
     offset of ``p`` read by any process before it (``c > 0`` when nothing was read yet).
@@ -459,16 +461,16 @@ def _check_skips(facts: _Facts, skip: _Occurrences) -> None:
             if fetch is not None:
                 before, fetch_offset = fetch
                 since = wording.since_fetch(fetch_offset, before)
-                if fetch_offset is None:
-                    low = max(0, truncated.get(event.partition, 0))
-                else:
-                    low = fetch_offset
+                low = 0 if fetch_offset is None else fetch_offset
             elif stream in previous:
                 last_offset, before = previous[stream]
                 low = last_offset + 1
                 since = wording.since_read(last_offset, before)
             else:
                 low = offset
+            # records below the log's start cannot be read: whether they were done before
+            # being truncated is for the lost and offset-ahead rules to say
+            low = max(low, truncated.get(event.partition, 0))
             if offset > low:
                 records, skipped = facts.records_between(event.partition, low, offset)
                 detail = wording.skip(event.process, offset, event.partition, since, low, skipped)

@@ -51,6 +51,8 @@ class Occurrence:
     record_offset: int | None = None
     process: int | None = None
     low: int | None = None
+    start: int | None = None
+    """skip: the first offset the read was owed (after ``low``, never below the log's start)."""
     before: int | None = None
     pno: int | None = None
     emit_pos: int | None = None

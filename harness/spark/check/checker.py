@@ -559,8 +559,8 @@ def _range_low(row: Occurrence) -> int:
     """Where the skipped (or claimed) range of a skip (or offset-ahead) occurrence starts."""
     assert row.low is not None or row.kind != "skip"
     if row.kind == "skip":
-        assert row.low is not None
-        return row.low + 1 if row.how == 2 else row.low
+        assert row.start is not None
+        return row.start
     return 0 if row.low is None else row.low + 1
 
 
@@ -840,6 +840,7 @@ def _orders(parts: DataFrame) -> list[DataFrame]:
             F.col("off").alias("offset"),
             "process",
             "low",
+            "start",
             "before",
             F.col("pno").cast("long").alias("pno"),
         )

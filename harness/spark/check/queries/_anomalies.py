@@ -165,6 +165,7 @@ _PARTITION_COLUMNS: Final = (
     ("how", _INT),
     ("before", _LONG),
     ("low", _LONG),
+    ("start", _LONG),
     ("record_id", _STR),
 )
 
@@ -279,17 +280,21 @@ def _classified(sequenced: DataFrame) -> DataFrame:
         .when(reading & (own_kc == FETCH), 1)
         .when(reading & (own_kc == READ), 2)
     )
-    low = F.when(how == 0, F.coalesce(F.col("truncated"), F.lit(0).cast(_LONG))).when(
-        how >= 1, own_off
-    )
+    truncated = F.coalesce(F.col("truncated"), F.lit(0).cast(_LONG))
+    low = F.when(how == 0, truncated).when(how >= 1, own_off)
+    # the first offset the read was owed: after the fetched offset or the previous read, and
+    # never below the log's start (records truncated away cannot be read)
+    start = F.greatest(F.when(how == 2, own_off + 1).otherwise(low), truncated)
     best = F.col("best")
     commit = kc == COMMIT
-    tag = F.when(reading & (((how < 2) & (off > low)) | ((how == 2) & (off - 1 > low))), "S").when(
+    tag = F.when(reading & how.isNotNull() & (off > start), "S").when(
         commit & ((best.isNull() & (off > 0)) | (best.isNotNull() & (off - 1 > best))), "A"
     )
     regression = commit & (F.col("stored") >= 0) & (off < F.col("stored"))
     tags = F.filter(F.array(tag, F.when(regression, F.lit("G"))), lambda t: t.isNotNull())
-    classified = sequenced.select("*", how.alias("how"), low.alias("low_"), tags.alias("tags"))
+    classified = sequenced.select(
+        "*", how.alias("how"), low.alias("low_"), start.alias("start_"), tags.alias("tags")
+    )
     exploded = classified.where(F.size("tags") > 0).select("*", F.explode("tags").alias("kind"))
     kind = F.col("kind")
     found = exploded.select(
@@ -308,6 +313,7 @@ def _classified(sequenced: DataFrame) -> DataFrame:
         .when(kind == "A", best)
         .when(kind == "G", F.col("stored"))
         .alias("low"),
+        F.when(kind == "S", F.col("start_")).alias("start"),
     )
     return found
 
