@@ -815,9 +815,7 @@ def test_skip_a_read_past_a_truncation_is_compared_with_the_log_s_start() -> Non
         assert skip.witnesses[0].record_ids == ("r3",)
         assert "offsets 2 to 2 skipped" in skip.witnesses[0].detail
     # a record truncated before it was done is lost, not skipped
-    assert [a.kind for a in check(history(3, r3_done=False), EO).anomalies] == [
-        AnomalyKind.LOST
-    ]
+    assert [a.kind for a in check(history(3, r3_done=False), EO).anomalies] == [AnomalyKind.LOST]
 
     # after a fetch, too: the fetched offset or the log's start, whichever is higher
     b = Builder()
