@@ -21,12 +21,11 @@ CATALOGUE_COLUMNS = ("scenario", "variant", "backend", "expected", "bug needs")
 
 
 def _split(line: str, width: int) -> list[str]:
-    """A row's ``width`` cells. render_table does not escape the ``|`` that joins several
-    expected anomaly kinds, so the cells between the first three and the last six are the
-    expected column."""
-    cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
-    head, after = 3, width - 4  # scenario, variant, backend | expected | the rest
-    return [*cells[:head], " | ".join(cells[head : len(cells) - after]), *cells[-after:]]
+    """A row's ``width`` cells (a cell's own ``|``, joining several expected anomaly kinds,
+    is escaped as ``\\|``)."""
+    cells = [cell.strip().replace("\\|", "|") for cell in line.strip().strip("|").split(" | ")]
+    assert len(cells) == width, line
+    return cells
 
 
 def _doc_table() -> list[list[str]]:

@@ -247,7 +247,8 @@ def render_table(results: Sequence[VariantResult], *, markdown: bool = False) ->
     rows = [_HEADER, *(_row(r) for r in results)]
     if markdown:
         lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
-        lines += ["| " + " | ".join(row) + " |" for row in rows[1:]]
+        # a cell's own "|" (several expected anomaly kinds) is escaped, as Markdown needs
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows[1:]]
         return "\n".join(lines)
     return _text_table(results, rows[1:])
 
