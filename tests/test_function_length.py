@@ -15,19 +15,6 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("harness", "scenarios", "bench", "examples")
 MAX_LINES = 80
 
-KNOWN: frozenset[str] = frozenset(
-    {
-        "harness/spark/check/checker.py _occurrences",
-        "harness/spark/check/queries/_load.py load",
-        "harness/spark/check/queries/_anomalies.py partitions",
-        "harness/spark/check/queries/_problems.py _stateful",
-        "harness/spark/check/queries/_records.py records",
-    }
-)
-"""Functions over the limit today that are being split (issue 17, the Spark checker's
-queries). Delete an entry once its function is split; never add one."""
-
-
 def long_functions(path: Path, relative: str) -> list[str]:
     """``"<relative> <name> (<n> lines)"`` for each function of ``path`` over the limit."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -49,7 +36,7 @@ def test_no_function_is_over_80_lines() -> None:
     for path in paths:
         if path.is_file():
             found.extend(long_functions(path, path.relative_to(ROOT).as_posix()))
-    assert [f for f in found if f.rpartition(" (")[0] not in KNOWN] == []
+    assert found == []
 
 
 def test_the_rule_measures_from_def_to_the_last_line(tmp_path: Path) -> None:
