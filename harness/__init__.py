@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 from harness.errors import (
     AlreadyClosed,
     AlreadyTruncatedTransaction,
+    BrokenPromise,
     ConfigError,
     CorruptData,
     DLException,
@@ -215,6 +216,7 @@ __all__ = [
     "AlreadyTruncatedTransaction",
     "Anomaly",
     "AnomalyKind",
+    "BrokenPromise",
     "ConfigError",
     "Context",
     "CorruptData",

@@ -12,6 +12,7 @@ from __future__ import annotations
 __all__ = [
     "AlreadyClosed",
     "AlreadyTruncatedTransaction",
+    "BrokenPromise",
     "ConfigError",
     "CorruptData",
     "DLException",
@@ -170,6 +171,18 @@ class WriteCancelled(DLException):
     """A buffered write was cancelled because an earlier one failed."""
 
     code = 516
+
+
+class BrokenPromise(HarnessError, AssertionError):
+    """A component under one of the harness's conformance suites broke a promise.
+
+    ``checks`` names the failed check(s); the message says what differed. An
+    ``AssertionError`` too, so that pytest reports it as a failed assertion.
+    """
+
+    def __init__(self, message: str, *, checks: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.checks = checks
 
 
 class MissingDependency(HarnessError, ImportError):

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final, final
 
-from harness.errors import AlreadyClosed, ConfigError, HarnessError
+from harness.errors import AlreadyClosed, BrokenPromise, ConfigError
 from harness.log.dlsn import DLSN
 from harness.offsets.base import OffsetStore
 
@@ -56,15 +56,8 @@ OpenStore = Callable[[], OffsetStore]
 """Opens (or reopens) the store under test at one fixed location."""
 
 
-class ConformanceFailure(HarnessError, AssertionError):
-    """An offset store broke a promise of the conformance suite.
-
-    ``checks`` names the failed check(s); the message says what differed.
-    """
-
-    def __init__(self, message: str, *, checks: tuple[str, ...]) -> None:
-        super().__init__(message)
-        self.checks = checks
+class ConformanceFailure(BrokenPromise):
+    """An offset store broke a promise of the conformance suite (``checks``: which)."""
 
 
 class _Differ(Exception):

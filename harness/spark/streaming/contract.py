@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
-from harness.errors import ConfigError, HarnessError
+from harness.errors import BrokenPromise, ConfigError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -57,12 +57,8 @@ __all__ = [
 ]
 
 
-class ContractFailure(HarnessError, AssertionError):
+class ContractFailure(BrokenPromise):
     """A data source broke a promise of the contract; ``checks`` names the failed check(s)."""
-
-    def __init__(self, message: str, *, checks: tuple[str, ...]) -> None:
-        super().__init__(message)
-        self.checks = checks
 
 
 class _Differ(Exception):
