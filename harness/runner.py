@@ -35,7 +35,7 @@ from harness.report.subject import ProcessorError
 from harness.rerun import rerun
 from harness.search.coverage import Coverage
 from harness.search.systematic import Plan, coverage, plan
-from harness.sim.budget import DEFAULT_RUN_BUDGET, RunBudget, run_budget
+from harness.sim.budget import RunBudget, run_budget
 from harness.sim.simulator import Processor, processor_path, simulate
 from harness.sim.topology import Topology
 from harness.sim.world import BACKENDS, Backend
@@ -399,9 +399,17 @@ def explore(
     if type(seed) is not int:
         raise ConfigError(f"seed must be an int, got {seed!r}")
     search = _Search(
-        processor, name, guarantee, topology, backend, fault_set(faults), seed, failures_dir
+        processor,
+        name,
+        guarantee,
+        topology,
+        backend,
+        fault_set(faults),
+        seed,
+        failures_dir,
+        limit=limit,
+        total=max_examples,
     )
-    search.limit, search.total = limit, max_examples
     search.systematic(max_examples * 3 // 4 if systematic else 0)
     search.drawn(max_examples - search.ran, max_steps)
     return Exploration(name, guarantee, search.ran, seed, search.coverage())
@@ -420,6 +428,9 @@ class _Search:
         faults: frozenset[Fault],
         seed: int,
         failures_dir: str | os.PathLike[str] | None,
+        *,
+        limit: RunBudget,
+        total: int,
     ) -> None:
         self.processor, self.name, self.guarantee = processor, name, guarantee
         self.topology, self.backend, self.faults = topology, backend, faults
@@ -429,9 +440,9 @@ class _Search:
         self.planned_ran = 0
         self.drawn_ran = 0
         self.failures = 0
-        self.total = 0
+        self.total = total
         """The schedules the whole search may run (for progress)."""
-        self.limit = DEFAULT_RUN_BUDGET
+        self.limit = limit
         """What each run may spend (shorter for shrinking a run that ran out of time)."""
         self.started = time.perf_counter()
 
