@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("harness", "scenarios", "bench", "examples")
 MAX_LINES = 80
 
+
 def long_functions(path: Path, relative: str) -> list[str]:
     """``"<relative> <name> (<n> lines)"`` for each function of ``path`` over the limit."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
