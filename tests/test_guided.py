@@ -20,8 +20,10 @@ from harness.search.guided import (
     using,
 )
 
-BUG, TWIN = TOYS["commit_before_processing"], TOYS["process_then_commit"]
-SEED = 389161392  # the bug's default seed; Hypothesis alone, 300 schedules
+BUG, TWIN = TOYS["retrying_transformer"], TOYS["dedup_transformer"]
+READER = TOYS["process_then_commit"]  # the fault-point examples
+SEED = 389161392
+SEEDS = range(8)
 BUDGET = {"max_examples": 300, "max_steps": 30, "systematic": False, "failures_dir": None}
 
 
@@ -29,16 +31,28 @@ def test_the_default_guidance_is_the_target() -> None:
     assert DEFAULT_GUIDANCE is Guidance.TARGET
 
 
+def _found(guidance: Guidance, seed: int) -> bool:
+    """Whether the drawn phase alone, under ``guidance``, finds the bug with ``seed``."""
+    with using(guidance):
+        try:
+            explore(BUG.processor, guarantee=BUG.guarantee, seed=seed, **BUDGET)
+        except CounterexampleFound as caught:
+            failure = caught.failure
+            assert failure.verdict.status is Status.INVALID
+            assert {a.kind for a in failure.verdict.anomalies} & BUG.expected
+            assert failure.coverage.systematic == 0
+            return True
+    return False
+
+
 def test_targeting_finds_a_bug_the_unguided_search_misses_with_the_same_seed() -> None:
-    with using(Guidance.NONE):
-        unguided = explore(BUG.processor, guarantee=BUG.guarantee, seed=SEED, **BUDGET)
-    assert unguided.examples == 300  # held: the unguided search missed the bug
-    with pytest.raises(CounterexampleFound) as caught:
-        explore(BUG.processor, guarantee=BUG.guarantee, seed=SEED, **BUDGET)  # the default
-    failure = caught.value.failure
-    assert failure.verdict.status is Status.INVALID
-    assert {a.kind for a in failure.verdict.anomalies} & BUG.expected
-    assert failure.first_failure_example <= 300 and failure.coverage.systematic == 0
+    # Which seeds find the bug depends on Hypothesis's draws, which differ between its
+    # versions; what holds on every supported version (6.100 to today) is the comparison,
+    # seed by seed, at the same budget.
+    unguided = {seed for seed in SEEDS if _found(Guidance.NONE, seed)}
+    targeted = {seed for seed in SEEDS if _found(Guidance.TARGET, seed)}
+    assert len(targeted) >= len(unguided), (sorted(unguided), sorted(targeted))
+    assert targeted - unguided, (sorted(unguided), sorted(targeted))
 
 
 def test_the_fixed_twin_passes_the_targeted_search() -> None:
@@ -50,7 +64,7 @@ def test_fault_points_pair_each_fault_with_the_last_call_before_it() -> None:
     schedule = Schedule(
         (Produce(0, 3), Run(2), Crash(), Run(10), Duplicate(), Run(10), Takeover(), Run(3))
     )
-    history = simulate(TWIN.processor, schedule)
+    history = simulate(READER.processor, schedule)
     points = fault_points(history)
     assert {fault for fault, _ in points} == {"process", "duplicate", "zombie"}
     crash = next(event for event in history.events if event.kind.value == "crash")
@@ -60,11 +74,11 @@ def test_fault_points_pair_each_fault_with_the_last_call_before_it() -> None:
 
 
 def test_novelty_counts_only_pairs_not_reached_before() -> None:
-    history = simulate(TWIN.processor, Schedule((Produce(0, 2), Run(1), Crash(), Run(5))))
+    history = simulate(READER.processor, Schedule((Produce(0, 2), Run(1), Crash(), Run(5))))
     novelty = Novelty()
     assert novelty.score(history) == len(fault_points(history)) == 1
     assert novelty.score(history) == 0
-    quiet = simulate(TWIN.processor, Schedule((Produce(0, 2), Run(5))))
+    quiet = simulate(READER.processor, Schedule((Produce(0, 2), Run(5))))
     assert fault_points(quiet) == frozenset() and novelty.score(quiet) == 0
 
 
