@@ -27,6 +27,7 @@ from harness import (
     run_once,
 )
 from harness.catalogue.pitfalls import PITFALLS
+from harness.catalogue.seeds import SCENARIOS
 from harness.catalogue.toys import process_then_commit
 from harness.check import AnomalyKind, check
 from harness.errors import ConfigError
@@ -235,8 +236,6 @@ def test_a_zombie_consumer_reset_past_retention_is_not_a_skip(scenario: str) -> 
     it committed, and the fenced zombie's consumer resets to the earliest record left. Its
     read past the log's start skips nothing a reader could still read (every output is
     observed), so the correct consumer holds."""
-    from harness.catalogue.seeds import SCENARIOS
-
     variant = SCENARIOS[scenario].variant("correct")
     schedule = Schedule.from_json(
         '{"version":1,"drain":true,"steps":[{"op":"produce","partition":0,"count":1,"ack":true},'
