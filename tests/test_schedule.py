@@ -19,6 +19,7 @@ from harness.faults import (
     LoseAck,
     Produce,
     Reorder,
+    Resend,
     Restart,
     Run,
     RunZombie,
@@ -33,12 +34,12 @@ from harness.sim import Topology
 from harness.strategies import ALL_FAULTS, Fault, schedules, steps
 
 KNOWN_OPS = (
-    "crash, duplicate, lose-ack, produce, reorder, restart, run, run-zombie, takeover, tick, "
-    "truncate"
+    "crash, duplicate, lose-ack, produce, reorder, resend, restart, run, run-zombie, takeover, "
+    "tick, truncate"
 )
 FAULT_NAMES = (
     "['crash', 'duplicate', 'lose-ack', 'machine-crash', 'producer-crash', 'reorder', "
-    "'restart', 'tick', 'truncate', 'zombie']"
+    "'resend', 'restart', 'tick', 'truncate', 'zombie']"
 )
 
 # One step of every type, with non-default values, and its exact JSON form.
@@ -57,6 +58,7 @@ EVERY_STEP: list[tuple[Step, dict[str, Any]]] = [
     (Takeover(), {"op": "takeover"}),
     (RunZombie(calls=5), {"op": "run-zombie", "calls": 5}),
     (Truncate(partition=1, upto=9), {"op": "truncate", "partition": 1, "upto": 9}),
+    (Resend(partition=2, count=3), {"op": "resend", "partition": 2, "count": 3}),
 ]
 
 
@@ -77,6 +79,7 @@ def fault_of(step: Step) -> Fault | None:
         Reorder: Fault.REORDER,
         Tick: Fault.TICK,
         Truncate: Fault.TRUNCATE,
+        Resend: Fault.RESEND,
     }[type(step)]
 
 
@@ -319,7 +322,7 @@ def test_constructor_rejects_what_loads_rejects(kwargs: dict[str, Any]) -> None:
 
 # -- strategies -------------------------------------------------------------------------------
 
-TOPOLOGY = Topology(partitions=3)
+TOPOLOGY = Topology(partitions=3, upstream_resends=True)
 
 
 @given(schedules(TOPOLOGY))
@@ -353,11 +356,11 @@ def test_crash_alone_draws_only_process_crashes(step: Step) -> None:
     assert fault_of(step) in (None, Fault.CRASH)
 
 
-@given(steps(Topology(partitions=2), max_calls=3, max_records=2))
+@given(steps(Topology(partitions=2, upstream_resends=True), max_calls=3, max_records=2))
 def test_drawn_parameters_stay_in_bounds(step: Step) -> None:
-    if isinstance(step, Produce | Truncate):
+    if isinstance(step, Produce | Truncate | Resend):
         assert 0 <= step.partition < 2
-    if isinstance(step, Produce):
+    if isinstance(step, Produce | Resend):
         assert 1 <= step.count <= 2
     if isinstance(step, Run | RunZombie):
         assert 1 <= step.calls <= 3
@@ -367,6 +370,11 @@ def test_drawn_parameters_stay_in_bounds(step: Step) -> None:
         assert 1 <= step.pick <= 3
     if isinstance(step, Truncate):
         assert 1 <= step.upto <= 12
+
+
+@given(schedules(Topology(partitions=3), max_steps=60))
+def test_no_resend_is_drawn_for_an_upstream_that_does_not_resend(schedule: Schedule) -> None:
+    assert not any(isinstance(step, Resend) for step in schedule.steps)
 
 
 @given(schedules(min_steps=2, max_steps=4))

@@ -13,8 +13,10 @@ after a lost acknowledgement counts twice, rows written to an *upsert* sink unde
 that is not the record's identity (the offset without its partition, or a key that moves
 after a restart), transactions relied on while the output's reader reads uncommitted
 data, and an input the processor *truncates* up to what it has read rather than what is
-durably done. None of them names the fault its bug needs to the search; ``needs`` only
-documents it.
+durably done; and two that need an upstream that *resends* records under their ids
+(exactly-once per input position, which a resend at a new position defeats, and ids
+deduplicated in memory only). None of them names the fault its bug needs to the search;
+``needs`` only documents it.
 ``PITFALLS`` lists them as catalogue :class:`~harness.catalogue.subject.Subject` s.
 """
 
@@ -36,6 +38,7 @@ __all__ = [
     "COUNTS",
     "DURABLE_COUNTS",
     "PITFALLS",
+    "RESENDING",
     "ROWS",
     "ROWS_TWO_PARTITIONS",
     "TWO_PARTITIONS",
@@ -58,6 +61,11 @@ UNCOMMITTED_READER = Topology(
 )
 """An output whose downstream reader reads uncommitted data (Kafka consumers' default), next
 to a store whose writes are synced (a transactional store's commits are durable)."""
+RESENDING = Topology(
+    sinks={"out": log_sink(), "seen": table_sink()}, offset_sync=True, upstream_resends=True
+)
+"""An at-least-once upstream (it resends records under their ids), a table a processor can
+keep the ids it has done in, and a store whose writes are synced."""
 
 
 # -- 1. the offset is stored before the output's flush ---------------------------------------
@@ -499,6 +507,50 @@ def truncate_to_committed_offset(ctx: Context) -> None:
     _truncating(ctx, after_offset=True)
 
 
+# -- 17. and 18. an upstream that resends records under their ids ----------------------------
+
+
+def _transact_each(ctx: Context, *, dedup: str) -> None:
+    """Each record's output and offset in one fenced transaction (exactly-once per input
+    position); ``dedup`` says how record ids already done are skipped: ``"none"``, in
+    ``"memory"`` (this instance's), or in the ``seen`` table, in the same transaction."""
+    ctx.claim()
+    seen: set[str] = set()
+    for record in ctx.read(P, ctx.offsets.get(P)):
+        txn = ctx.transaction()
+        done = (
+            record.record_id in seen
+            if dedup == "memory"
+            else dedup == "table" and txn.get("seen", record.record_id) is not None
+        )
+        if not done:
+            txn.emit("out", record)
+            if dedup == "table":
+                txn.put("seen", record.record_id, 1)
+            seen.add(record.record_id)
+        txn.commit({P: record.next})
+
+
+def exactly_once_per_position(ctx: Context) -> None:
+    """Bug (exactly-once, an at-least-once upstream): each record's output and offset
+    commit in one fenced transaction, which is exactly-once per *input position*; but the
+    upstream resends a record under its id after a lost acknowledgement, and the copy, at a
+    new position, is output again."""
+    _transact_each(ctx, dedup="none")
+
+
+def dedup_ids_in_memory(ctx: Context) -> None:
+    """Bug (exactly-once, an at-least-once upstream): skips the record ids it has done, but
+    keeps them in memory, so after a restart a resent record is output again."""
+    _transact_each(ctx, dedup="memory")
+
+
+def dedup_ids_in_transaction(ctx: Context) -> None:
+    """Correct: keeps the record ids it has done in a table, written in the transaction that
+    writes the output and the offset, so a resend is skipped whatever restarted in between."""
+    _transact_each(ctx, dedup="table")
+
+
 # -- the catalogue ----------------------------------------------------------------------------
 
 _A = AnomalyKind
@@ -621,6 +673,22 @@ PITFALLS: Mapping[str, Subject] = {
             UNCOMMITTED_READER,
         ),
         _pair(truncate_to_read_position, truncate_to_committed_offset, _ALO, _LOST, {Fault.CRASH}),
+        _pair(
+            exactly_once_per_position,
+            dedup_ids_in_transaction,
+            _EO,
+            {_A.DUPLICATE},
+            {Fault.RESEND},
+            RESENDING,
+        ),
+        _pair(
+            dedup_ids_in_memory,
+            dedup_ids_in_transaction,
+            _EO,
+            {_A.DUPLICATE},
+            {Fault.RESEND, Fault.CRASH},
+            RESENDING,
+        ),
     )
     for subject in pair
 }

@@ -7,7 +7,11 @@ same verdict for the same history; these rules are the contract between them.
 **Truth.** The acknowledged records are the records with an ``ack`` event; their key, value,
 partition and offset come from their ``append`` event. A record whose ``append`` has
 ``detail == "poison"`` is expected to have no effect: it is exempt from ``lost`` and from the
-table aggregates.
+table aggregates. A record id appended again (``detail == "resent"``: an at-least-once
+upstream's resend) is the same record at a second position: its key, value, partition and
+offset (for ``nonmonotonic`` and ``offset-ahead``) are its first append's, it counts once
+everywhere, and any copy's ``ack`` acknowledges it; the ``skip`` and ``offset-ahead`` rules
+see every position.
 
 **Effects.** An output is an ``observe`` event of a log sink; its effect is
 ``(record_id, part)``. The expected effects of an acknowledged non-poison record ``r`` are
@@ -224,7 +228,7 @@ class _Facts:
             if kind is _K.APPEND:
                 assert event.record_id is not None and event.partition is not None
                 assert event.offset is not None
-                self.appends[event.record_id] = event
+                self.appends.setdefault(event.record_id, event)  # a resend is the same record
                 self.partition_offsets.setdefault(event.partition, []).append(event.offset)
                 self.partition_records.setdefault(event.partition, []).append(event.record_id)
             elif kind is _K.ACK:

@@ -14,6 +14,7 @@ from harness.check import wording
 from harness.history.events import (
     INT_FIELDS,
     REQUIRED_FIELDS,
+    RESENT,
     SCHEMA_VERSION,
     STR_FIELDS,
     Aggregate,
@@ -66,11 +67,13 @@ def validate(history: History) -> list[str]:
     ``emit``/``put``/``observe`` name a declared sink (``put`` only a table sink, an
     ``observe`` with ``output_id`` only a log sink; a log ``observe`` has ``output_id`` and
     ``part`` (its ``key``/``value`` are the output's), a table ``observe`` ``key`` and
-    ``value``); appended record ids are unique; an append's offset is above the partition's
+    ``value``); appended record ids are unique, except that an append with ``detail ==
+    "resent"`` appends an earlier record again (same partition, key and value: an
+    at-least-once upstream's resend); an append's offset is above the partition's
     highest acknowledged offset (an unacknowledged append's position is taken again);
     ``ack`` and ``read`` name a record appended before them, at the same partition and
-    offset; there is exactly one ``end`` event and it is the last; there is at most one
-    ``drain``.
+    offset as one of its appends; there is exactly one ``end`` event and it is the last;
+    there is at most one ``drain``.
     """
     problems = _Problems()
     try:
@@ -90,7 +93,7 @@ def _validate(history: object, problems: _Problems) -> None:
         problems.add(wording.EMPTY_HISTORY)
         return
 
-    appended: dict[str, tuple[str, int, int]] = {}
+    appended: _Appended = {}
     last_offset: dict[str, tuple[int, int]] = {}
     ends: list[int] = []
     drains: list[int] = []
@@ -207,18 +210,34 @@ def _fields_ok(event: Event, where: str, problems: _Problems) -> bool:
     return ok
 
 
+_Appended = dict[str, tuple[Event, set[tuple[str, int]]]]
+"""record id -> its first accepted append, and the places (partition, offset) of all."""
+
+
 def _check_append(
     event: Event,
     where: str,
-    appended: dict[str, tuple[str, int, int]],
+    appended: _Appended,
     last_offset: dict[str, tuple[int, int]],
     problems: _Problems,
 ) -> None:
     assert event.record_id is not None and event.partition is not None
     assert event.offset is not None
     earlier = appended.get(event.record_id)
-    if earlier is not None:
-        problems.add(wording.append_again(where, event.record_id, earlier[2]))
+    if event.detail == RESENT:
+        if earlier is None:
+            problems.add(wording.resent_unknown(where, event.record_id))
+            return
+        first = earlier[0]
+        if (event.partition, event.key, event.value) != (first.partition, first.key, first.value):
+            problems.add(
+                wording.resent_differs(
+                    where, event.record_id, first.index, first.partition, first.key, first.value
+                )
+            )
+            return
+    elif earlier is not None:
+        problems.add(wording.append_again(where, event.record_id, earlier[0].index))
         return
     # Compared with the last *acknowledged* offset: an append the producer never got
     # acknowledged was discarded by the log, and the next append takes its position again.
@@ -228,13 +247,16 @@ def _check_append(
             wording.append_not_above(where, event.offset, event.partition, previous[0], previous[1])
         )
         return
-    appended[event.record_id] = (event.partition, event.offset, event.index)
+    if earlier is None:
+        appended[event.record_id] = (event, {(event.partition, event.offset)})
+    else:
+        earlier[1].add((event.partition, event.offset))
 
 
 def _check_appended(
     event: Event,
     where: str,
-    appended: Mapping[str, tuple[str, int, int]],
+    appended: Mapping[str, tuple[Event, set[tuple[str, int]]]],
     problems: _Problems,
 ) -> bool:
     assert event.record_id is not None
@@ -242,16 +264,18 @@ def _check_appended(
     if placed is None:
         problems.add(wording.not_appended(where, event.record_id))
         return False
-    if (event.partition, event.offset) != placed[:2]:
+    first, places = placed
+    if (event.partition, event.offset) not in places:
+        assert first.partition is not None and first.offset is not None
         problems.add(
             wording.misplaced(
                 where,
                 event.record_id,
                 event.partition,
                 event.offset,
-                placed[2],
-                placed[0],
-                placed[1],
+                first.index,
+                first.partition,
+                first.offset,
             )
         )
         return False

@@ -39,6 +39,8 @@ __all__ = [
     "negative",
     "nonmonotonic",
     "not_appended",
+    "resent_differs",
+    "resent_unknown",
     "observe_log_fields",
     "observe_output_in_table",
     "observe_table_fields",
@@ -278,6 +280,20 @@ def append_again(at: str, record_id: str, earlier: int) -> str:
     return (
         f"{at} appends record {record_id!r} again; it was appended at event {earlier} and "
         f"record ids must be unique"
+    )
+
+
+def resent_unknown(at: str, record_id: str) -> str:
+    return f"{at} resends record {record_id!r}, which was not appended before it"
+
+
+def resent_differs(
+    at: str, record_id: str, earlier: int, partition: object, key: object, value: object
+) -> str:
+    return (
+        f"{at} resends record {record_id!r} with another partition, key or value than its "
+        f"append at event {earlier} (partition {partition!r}, key {key!r}, value {value!r}); "
+        f"a resend appends the same record again"
     )
 
 

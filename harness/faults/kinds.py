@@ -31,6 +31,9 @@ class Fault(str, enum.Enum):
     TICK = "tick"
     ZOMBIE = "zombie"
     TRUNCATE = "truncate"
+    RESEND = "resend"
+    """An at-least-once upstream appends records again under their ids (``Resend``); only a
+    topology with ``upstream_resends=True`` has such an upstream."""
 
 
 ALL_FAULTS: Final[frozenset[Fault]] = frozenset(Fault)

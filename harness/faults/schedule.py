@@ -31,6 +31,10 @@ The fault vocabulary (``docs/engine.md`` tells the story of each):
 * ``RunZombie(calls)``: the oldest zombie makes up to ``calls`` calls.
 * ``Truncate(partition, upto)``: retention truncates the input log below position ``upto``,
   but never past the partition's stored offset (retention honours the committed position).
+* ``Resend(partition, count)``: the input's upstream producer lost the acknowledgement of the
+  last ``count`` records it appended to the partition and, being at-least-once, appends them
+  again under the same record ids (new positions, same keys and values). Only a topology
+  with ``upstream_resends=True`` has such an upstream; elsewhere the step does nothing.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ __all__ = [
     "LoseAck",
     "Produce",
     "Reorder",
+    "Resend",
     "Restart",
     "Run",
     "RunZombie",
@@ -133,6 +138,13 @@ class Truncate:
     op: ClassVar[str] = "truncate"
 
 
+@dataclass(frozen=True, slots=True)
+class Resend:
+    partition: int = 0
+    count: int = 1
+    op: ClassVar[str] = "resend"
+
+
 Step = (
     Produce
     | Run
@@ -145,6 +157,7 @@ Step = (
     | Takeover
     | RunZombie
     | Truncate
+    | Resend
 )
 STEP_TYPES: Final[Mapping[str, type[Step]]] = {
     cls.op: cls
@@ -160,6 +173,7 @@ STEP_TYPES: Final[Mapping[str, type[Step]]] = {
         Takeover,
         RunZombie,
         Truncate,
+        Resend,
     )
 }
 

@@ -8,7 +8,9 @@ documents it. ``SCHEMA_VERSION`` changes whenever a field or a kind changes mean
 Identity rules the checkers rely on:
 
 * An input record is named by ``record_id``, unique across the run. Its ``partition`` is the
-  input log it was appended to and ``offset`` its 0-based position in that log.
+  input log it was appended to and ``offset`` its 0-based position in that log. An
+  at-least-once upstream can append a record id again (``detail == "resent"``): the same
+  record at a second position, whose effects are still expected once in all.
 * An output is named by ``output_id`` (unique per run, assigned by the world at ``emit``) and
   carries the ``record_id`` and ``part`` of the input it derives from. ``(record_id, part)`` is
   the *effect*: the unit that must be seen once (exactly-once) or at least once.
@@ -28,6 +30,7 @@ __all__ = [
     "EVENT_FIELDS",
     "INT_FIELDS",
     "POISON",
+    "RESENT",
     "REQUIRED_FIELDS",
     "SCHEMA_VERSION",
     "STR_FIELDS",
@@ -55,6 +58,12 @@ class AppendDetail(str, enum.Enum):
     """The payload does not deserialize: the record is expected to have no effect (no
     output, not counted), only to be moved past."""
 
+    RESENT = "resent"
+    """The upstream producer appended this record id again (an at-least-once producer's
+    resend after a lost acknowledgement): same partition, key and value, a new offset. It is
+    the same record as the id's first append (poison if that one is), so its effects are
+    expected once in all, whichever copy the processor takes them from."""
+
 
 class ReadDetail(str, enum.Enum):
     """The ``detail`` vocabulary of ``read`` events (null: an ordinary delivery)."""
@@ -80,6 +89,8 @@ class EndDetail(str, enum.Enum):
 
 POISON: Final = AppendDetail.POISON.value
 """``append`` detail of a poison record (:attr:`AppendDetail.POISON`), as a plain string."""
+RESENT: Final = AppendDetail.RESENT.value
+"""``append`` detail of a record id appended again (:attr:`AppendDetail.RESENT`)."""
 
 
 class EventKind(str, enum.Enum):

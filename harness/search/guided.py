@@ -26,7 +26,7 @@ from typing import Final
 
 from harness._shown import shown
 from harness.errors import ConfigError
-from harness.history.events import EventKind, History, ReadDetail
+from harness.history.events import AppendDetail, EventKind, History, ReadDetail
 
 __all__ = [
     "DEFAULT_GUIDANCE",
@@ -81,7 +81,8 @@ crash's ``rollback`` counts as the point the next fault follows, as it did when 
 
 def fault_points(history: History) -> frozenset[tuple[str, str]]:
     """The (fault, point) pairs a run reached before its drain: each crash (``process`` or
-    ``machine``), takeover (``zombie``), truncation and duplicate delivery, with the kind
+    ``machine``), takeover (``zombie``), truncation, duplicate delivery and upstream
+    resend, with the kind
     of the event of the processor's last call before it (``start`` if none since a crash
     or takeover; ``rollback`` after a machine crash's lost writes)."""
     found = set()
@@ -97,6 +98,8 @@ def fault_points(history: History) -> frozenset[tuple[str, str]]:
         elif kind is EventKind.READ and event.detail == ReadDetail.REDELIVERED.value:
             found.add(("duplicate", last))
             last = kind.value
+        elif kind is EventKind.APPEND and event.detail == AppendDetail.RESENT.value:
+            found.add(("resend", last))
         elif kind not in _NOT_CALLS:
             last = kind.value
     return frozenset(found)

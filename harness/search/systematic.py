@@ -12,10 +12,12 @@ redelivery. :func:`plan` turns the probes into schedules:
 
 * **singles**: one fault of each applicable kind before each point (a crash, a machine
   crash, a duplicate delivery, a lost acknowledgement, a reorder, a timer tick, a takeover
-  followed by the new owner or by the zombie, a retention truncation, a producer crash);
+  followed by the new owner or by the zombie, a retention truncation, an upstream resend
+  when the topology's upstream resends, a producer crash);
 * **pairs**: a crash during recovery from a crash, a reorder or a tick followed by a crash,
-  a truncation followed by a crash, a takeover whose zombie resumes after the new owner
-  made some calls.
+  a truncation followed by a crash, an upstream resend before or after a crash (when the
+  topology's upstream resends), a takeover whose zombie resumes after the new owner made
+  some calls.
 
 Equivalent schedules are planned once: a fault that only takes effect at the next call of
 some kind (a duplicate at the next read, a lost acknowledgement at the next sink write, a
@@ -43,6 +45,7 @@ from harness.faults.schedule import (
     LoseAck,
     Produce,
     Reorder,
+    Resend,
     Run,
     RunZombie,
     Schedule,
@@ -301,6 +304,7 @@ _ORDER: Final = (
     Fault.ZOMBIE,
     Fault.MACHINE_CRASH,
     Fault.TRUNCATE,
+    Fault.RESEND,
     Fault.PRODUCER_CRASH,
     Fault.RESTART,
 )
@@ -338,17 +342,30 @@ def _next(calls: frozenset[int], start: int) -> int | None:
     return min(after) if after else None
 
 
-def _truncates(found: Probe, topology: Topology) -> list[Step]:
-    """Truncations that can remove a whole segment of some partition of the workload."""
+def _sizes(found: Probe) -> dict[int, int]:
+    """How many records the workload produces into each partition it uses."""
     sizes: dict[int, int] = {}
     for burst in found.bursts:
         for produce in burst:
             sizes[produce.partition] = sizes.get(produce.partition, 0) + produce.count
+    return dict(sorted(sizes.items()))
+
+
+def _truncates(found: Probe, topology: Topology) -> list[Step]:
+    """Truncations that can remove a whole segment of some partition of the workload."""
     return [
         Truncate(partition, 10 * size)
-        for partition, size in sorted(sizes.items())
+        for partition, size in _sizes(found).items()
         if size > topology.segment_records
     ]
+
+
+def _resends(found: Probe, topology: Topology) -> list[Step]:
+    """The upstream's resends, when it has them: of every record produced so far into each
+    partition the workload uses (the workload's size bounds it)."""
+    if not topology.upstream_resends:
+        return []
+    return [Resend(partition, size) for partition, size in _sizes(found).items()]
 
 
 def _single_steps(
@@ -376,6 +393,8 @@ def _single_steps(
     yield Fault.ZOMBIE, (Takeover(), RunZombie(REST)), -call - 1
     for truncate in _truncates(found, topology):
         yield Fault.TRUNCATE, (truncate,), call
+    for resend in _resends(found, topology):
+        yield Fault.RESEND, (resend,), call
     if call == 0:
         yield Fault.PRODUCER_CRASH, (Produce(0, 1, ack=False),), call
 
@@ -414,6 +433,7 @@ def _pairs(
     tick: list[_Pair] = []
     reorder: list[_Pair] = []
     truncate: list[_Pair] = []
+    resend: list[_Pair] = []
     zombie: list[_Pair] = []
     for point in here:
         at = point.call
@@ -426,6 +446,10 @@ def _pairs(
             ]
         if not first:
             continue
+        if Fault.RESEND in enabled:
+            for step in _resends(found, topology):
+                resend.append(((Fault.CRASH, Fault.RESEND), (Crash(), step), point))
+                resend.append(((Fault.RESEND, Fault.CRASH), (step, Crash()), point))
         crash += [((Fault.CRASH, Fault.CRASH), (Crash(), Run(j), Crash()), point) for j in window]
         if found.timers and Fault.TICK in enabled:
             tick.append(((Fault.TICK, Fault.CRASH), (Tick(), Crash()), point))
@@ -453,7 +477,7 @@ def _pairs(
             )
             for faults, steps, point in family
         ]
-        for family in (crash, reorder, tick, truncate, zombie)
+        for family in (crash, reorder, tick, truncate, resend, zombie)
         if family
     ]
 

@@ -32,6 +32,7 @@ from harness.faults.schedule import (
     LoseAck,
     Produce,
     Reorder,
+    Resend,
     Restart,
     Run,
     RunZombie,
@@ -425,6 +426,8 @@ class Simulator:
             world.produce(
                 world.partition_at(step.partition), step.count, step.ack, stop=self._stopping
             )
+        elif isinstance(step, Resend):
+            world.resend(world.partition_at(step.partition), step.count)
         elif isinstance(step, Run):
             # with nothing running, running means starting a fresh instance first
             self._resume(active or self._start(), step.calls)
@@ -562,7 +565,12 @@ class Simulator:
         return self.halted or outcome
 
     def _refuse_up_front(self, schedule: Schedule) -> None:
-        records = sum(step.count for step in schedule.steps if isinstance(step, Produce))
+        resends = self.world.topology.upstream_resends
+        records = sum(
+            step.count
+            for step in schedule.steps
+            if isinstance(step, Produce) or (resends and isinstance(step, Resend))
+        )
         if records > self.budget.calls:
             raise ConfigError(
                 f"the schedule produces {records} input records, more than the run budget of "

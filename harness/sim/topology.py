@@ -68,7 +68,11 @@ class Topology:
     ``offset_sync`` says whether offset-store writes are fsynced (then a machine crash loses
     nothing); ``segment_records`` is the input logs' segment size (small, so that retention
     has whole segments to truncate); ``poison_every`` = n > 0 makes every n-th produced record
-    undeserializable (``Delivery.poison``: it must be skipped, and no output is expected).
+    undeserializable (``Delivery.poison``: it must be skipped, and no output is expected);
+    ``upstream_resends=True`` says the input's producer is at-least-once: after a lost
+    acknowledgement it appends records again under the same record ids (the ``Resend``
+    fault), and each record id must still have its effects once (exactly-once) or at least
+    once, so the processor must deduplicate by ``Delivery.record_id``, not by position.
     """
 
     partitions: int = 1
@@ -77,6 +81,7 @@ class Topology:
     offset_sync: bool = False
     segment_records: int = 4
     poison_every: int = 0
+    upstream_resends: bool = False
 
     def __post_init__(self) -> None:
         for name in ("partitions", "keys", "segment_records"):
@@ -87,10 +92,11 @@ class Topology:
             raise ConfigError(
                 f"Topology poison_every must be an int in [0, 10000], got {self.poison_every!r}"
             )
-        if type(self.offset_sync) is not bool:
-            raise ConfigError(
-                f"Topology offset_sync must be True or False, got {self.offset_sync!r}"
-            )
+        for name in ("offset_sync", "upstream_resends"):
+            if type(getattr(self, name)) is not bool:
+                raise ConfigError(
+                    f"Topology {name} must be True or False, got {getattr(self, name)!r}"
+                )
         if not isinstance(self.sinks, Mapping) or not self.sinks:
             raise ConfigError(
                 f"Topology sinks must be a non-empty mapping of name -> SinkSpec, got "
@@ -131,7 +137,9 @@ class Topology:
         return sorted(n for n, s in self.sinks.items() if s.kind is SinkKind.TABLE)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        """The topology as JSON; ``upstream_resends`` only when set, so that a topology
+        without it has the form (and the run ids) it had before the flag existed."""
+        data: dict[str, Any] = {
             "partitions": self.partitions,
             "keys": self.keys,
             "sinks": {n: s.to_json() for n, s in sorted(self.sinks.items())},
@@ -139,6 +147,9 @@ class Topology:
             "segment_records": self.segment_records,
             "poison_every": self.poison_every,
         }
+        if self.upstream_resends:
+            data["upstream_resends"] = True
+        return data
 
     @classmethod
     def from_json(cls, data: object, *, partial: bool = False) -> Topology:
@@ -191,6 +202,7 @@ class Topology:
                 offset_sync=data.get("offset_sync", False),
                 segment_records=data.get("segment_records", 4),
                 poison_every=data.get("poison_every", 0),
+                upstream_resends=data.get("upstream_resends", False),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, ConfigError):

@@ -18,13 +18,13 @@ import bisect
 import itertools
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from harness._shown import shown
 from harness.errors import ConfigError, LogEmpty
-from harness.history.events import POISON, Event, EventKind, History, HistoryMeta
+from harness.history.events import POISON, RESENT, Event, EventKind, History, HistoryMeta
 from harness.log.config import LogConfig
 from harness.log.dlsn import DLSN
 from harness.log.manager import LogManager
@@ -42,6 +42,8 @@ __all__ = ["Backend", "World"]
 Backend = Literal["memory", "leveldb"]
 BACKENDS: tuple[Backend, ...] = ("memory", "leveldb")
 _names = itertools.count()
+_Input = tuple[str, str, int, bool]
+"""An input record as the producer writes it: record id, key, value, poison."""
 
 
 def table_key(table: str, key: str) -> str:
@@ -114,6 +116,8 @@ class World:
             p: self.logs[p].open_reader(DLSN.INITIAL) for p in self.partitions
         }
         self._next_record = 0
+        # every record id appended, with what the upstream would write again for it
+        self._inputs: dict[str, _Input] = {}
         self._txid: dict[str, int] = dict.fromkeys(self.logs, 0)
         self.next_output_id = 0
         self.next_txn = 1
@@ -168,21 +172,49 @@ class World:
     ) -> None:
         """Append ``count`` records; acknowledged only if ``ack`` (else the producer crashes).
         ``stop`` is asked every 1024 records: when it says so the producer crashes there."""
+        keys, poison_every = self.topology.keys, self.topology.poison_every
+        first = self._next_record
+        self._next_record += count
+
+        def records() -> Iterator[_Input]:
+            for n in range(first, first + count):
+                poison = poison_every > 0 and n % poison_every == poison_every - 1
+                yield f"r{n}", f"k{n % keys}", n % 5 + 1, poison
+
+        self._append(partition, records(), ack, stop=stop)
+
+    def resend(self, partition: str, count: int) -> None:
+        """The upstream appends its last ``count`` committed records of ``partition`` again,
+        under the same ids, keys and values (an at-least-once producer's resend after a lost
+        acknowledgement), committed and acknowledged; nothing when the topology's upstream
+        does not resend, or the partition has no records yet."""
+        if not self.topology.upstream_resends or count <= 0:
+            return
+        again = [self._inputs[rid] for rid in self.record_ids[partition][-count:]]
+        if again:
+            self._append(partition, iter(again), True, resent=True)
+
+    def _append(
+        self,
+        partition: str,
+        records: Iterator[_Input],
+        ack: bool,
+        *,
+        resent: bool = False,
+        stop: Callable[[], bool] | None = None,
+    ) -> None:
+        """Write ``records`` in one producer transaction, recording an ``append`` each; then
+        commit and acknowledge them, or (``ack`` False) abort: the producer crashed."""
         writer = self._producer_writer(partition)
         record = self.record
         base = len(self.dlsns[partition])
-        keys, poison_every = self.topology.keys, self.topology.poison_every
-        appended = []
-        for i in range(count):
+        for i, (record_id, key, value, poison) in enumerate(records):
             if stop is not None and i & 1023 == 1023 and stop():
                 ack = False
                 break
-            n = self._next_record
-            self._next_record += 1
-            record_id, key, value = f"r{n}", f"k{n % keys}", n % 5 + 1
-            poison = poison_every > 0 and n % poison_every == poison_every - 1
             payload = encode_input(record_id, key, value, poison=poison)
             writer.write(LogRecord(self.next_txid(partition), payload))
+            self._inputs.setdefault(record_id, (record_id, key, value, poison))
             record(
                 EventKind.APPEND,
                 partition=partition,
@@ -190,9 +222,8 @@ class World:
                 record_id=record_id,
                 key=key,
                 value=value,
-                detail=POISON if poison else None,
+                detail=RESENT if resent else POISON if poison else None,
             )
-            appended.append(record_id)
         if not ack:
             writer.abort()
             del self._producer_writers[partition]

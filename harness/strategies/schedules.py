@@ -20,6 +20,7 @@ from harness.faults.schedule import (
     LoseAck,
     Produce,
     Reorder,
+    Resend,
     Restart,
     Run,
     RunZombie,
@@ -78,6 +79,9 @@ def steps(
         options.append(st.builds(RunZombie, calls=st.integers(1, max_calls)))
     if Fault.TRUNCATE in enabled:
         options.append(st.builds(Truncate, partition=partition, upto=st.integers(1, 12)))
+    if Fault.RESEND in enabled and topology.upstream_resends:
+        # only an at-least-once upstream resends: elsewhere the step would do nothing
+        options.append(st.builds(Resend, partition=partition, count=st.integers(1, max_records)))
     return st.one_of(options)
 
 
