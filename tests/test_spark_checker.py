@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 if not os.environ.get("CI"):
     pytest.importorskip("pyspark", reason="the Spark checker needs pyspark")
 
+from harness import Produce, Resend, Run, Schedule, run_once
+from harness.catalogue.pitfalls import PITFALLS, RESENDING
 from harness.check import AnomalyKind, Guarantee, Status, Verdict, check
 from harness.errors import ConfigError, CorruptData, MissingDependency
 from harness.history import (
@@ -365,6 +367,31 @@ def test_a_read_past_a_truncation_is_judged_alike(spark: Any, tmp_path: Path) ->
     kinds = [[a.kind for a in check(h, ALO).anomalies] for h in stored.values()]
     assert kinds == [[], [AnomalyKind.SKIP]], kinds
     check_both(tmp_path, stored, spark)
+
+
+def test_an_upstreams_resends_are_unknown_to_the_spark_checker_never_misjudged(
+    spark: Any, tmp_path: Path
+) -> None:
+    """The local checker judges a record appended again (``resent``) as one record; the
+    Spark checker does not implement that yet, so such a run is UNKNOWN there, saying why
+    and what to run instead, whatever the local verdict (VALID for the deduplicating twin,
+    INVALID for the per-position bug)."""
+    from harness.spark import analyze_parquet
+
+    schedule = Schedule((Produce(0, 2), Run(20), Resend(0, 2), Run(20)))
+    runs = [
+        run_once(PITFALLS[name].processor, schedule, EO, topology=RESENDING)[0]
+        for name in ("dedup_ids_in_transaction", "exactly_once_per_position")
+    ]
+    stored = write_runs(tmp_path, runs)
+    local = [check(h, EO).status for h in stored.values()]
+    assert local == [Status.VALID, Status.INVALID]
+    verdicts = analyze_parquet(tmp_path, spark=spark).verdicts(EO).verdicts
+    for run_id in stored:
+        got = verdicts[run_id]
+        assert got.status is Status.UNKNOWN and not got.anomalies
+        assert "resends record 'r0': the Spark checker does not judge" in got.reasons[0]
+        assert "python -m harness check FILE" in got.reasons[0]
 
 
 def test_sources_that_are_not_histories_are_refused(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ __all__ = [
     "nonmonotonic",
     "not_appended",
     "resent_differs",
+    "resent_not_judged",
     "resent_unknown",
     "observe_log_fields",
     "observe_output_in_table",
@@ -294,6 +295,14 @@ def resent_differs(
         f"{at} resends record {record_id!r} with another partition, key or value than its "
         f"append at event {earlier} (partition {partition!r}, key {key!r}, value {value!r}); "
         f"a resend appends the same record again"
+    )
+
+
+def resent_not_judged(at: str, record_id: str) -> str:
+    return (
+        f"{at} resends record {record_id!r}: the Spark checker does not judge an at-least-once "
+        f"upstream's resends yet; check this history with the local checker "
+        f"(python -m harness check FILE)"
     )
 
 

@@ -67,6 +67,7 @@ _MESSAGES: Final[Mapping[str, _Message]] = {
         at, r["sink"], r["key"], r["value"]
     ),
     "duplicate": lambda at, r, _p, _s: wording.append_again(at, r["record_id"], r["earlier_pos"]),
+    "resent": lambda at, r, _p, _s: wording.resent_not_judged(at, r["record_id"]),
     "not_above": lambda at, r, _p, _s: wording.append_not_above(
         at, r["offset"], r["partition"], r["acked_offset"], r["acked_pos"]
     ),

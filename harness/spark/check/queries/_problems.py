@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from harness.history.events import (
     INT_FIELDS,
+    RESENT,
 )
 from harness.spark.check.queries._load import (
     _COLUMNS,
@@ -195,7 +196,9 @@ def _coded(current: DataFrame) -> DataFrame:
     accepted = F.col("accepted")
     earlier = accepted.isNotNull() & (F.col("accepted.p") < pos)
     code = (
-        F.when((kc == APPEND) & earlier, "duplicate")
+        # an upstream's resend is the local checker's alone, for now: the run is UNKNOWN here
+        F.when((kc == APPEND) & (F.col("detail") == RESENT), "resent")
+        .when((kc == APPEND) & earlier, "duplicate")
         .when(
             (kc == APPEND) & F.col("acked").isNotNull() & (F.col("offset") <= F.col("acked.o")),
             "not_above",
