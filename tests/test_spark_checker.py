@@ -369,28 +369,36 @@ def test_a_read_past_a_truncation_is_judged_alike(spark: Any, tmp_path: Path) ->
     check_both(tmp_path, stored, spark)
 
 
-def test_an_upstreams_resends_are_unknown_to_the_spark_checker_never_misjudged(
-    spark: Any, tmp_path: Path
+def test_an_upstreams_resends_are_judged_by_the_local_rules_or_unknown(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The local checker judges a record appended again (``resent``) as one record; the
-    Spark checker does not implement that yet, so such a run is UNKNOWN there, saying why
-    and what to run instead, whatever the local verdict (VALID for the deduplicating twin,
-    INVALID for the per-position bug)."""
+    """A record appended again (``resent``) is one record to the local checker; the Spark
+    passes do not implement that, so a run with resends is judged on the driver by the local
+    checker itself (the same verdict, VALID for the deduplicating twin and INVALID for the
+    per-position bug), and a run above the limit is UNKNOWN, saying what to run instead."""
     from harness.spark import analyze_parquet
+    from harness.spark.check import checker
 
     schedule = Schedule((Produce(0, 2), Run(20), Resend(0, 2), Run(20)))
     runs = [
         run_once(PITFALLS[name].processor, schedule, EO, topology=RESENDING)[0]
         for name in ("dedup_ids_in_transaction", "exactly_once_per_position")
     ]
-    stored = write_runs(tmp_path, runs)
+    b = HistoryBuilder({})  # and a malformed one: a resend of a record never appended
+    b.add(K.APPEND, partition="p", offset=0, record_id="r9", key="k", value=1, detail="resent")
+    b.add(K.END, detail="complete")
+    runs.append(b.history())
+    stored = write_runs(tmp_path / "small", runs)
     local = [check(h, EO).status for h in stored.values()]
-    assert local == [Status.VALID, Status.INVALID]
-    verdicts = analyze_parquet(tmp_path, spark=spark).verdicts(EO).verdicts
-    for run_id in stored:
+    assert local == [Status.VALID, Status.INVALID, Status.UNKNOWN]
+    check_both(tmp_path / "small", stored, spark)
+
+    monkeypatch.setattr(checker, "LOCAL_RUN_LIMIT", 10)
+    verdicts = analyze_parquet(tmp_path / "small", spark=spark).verdicts(EO).verdicts
+    for run_id in list(stored)[:2]:
         got = verdicts[run_id]
         assert got.status is Status.UNKNOWN and not got.anomalies
-        assert "resends record 'r0': the Spark checker does not judge" in got.reasons[0]
+        assert "resends record 'r0': the Spark checker judges" in got.reasons[0]
         assert "python -m harness check FILE" in got.reasons[0]
 
 

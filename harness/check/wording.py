@@ -300,9 +300,9 @@ def resent_differs(
 
 def resent_not_judged(at: str, record_id: str) -> str:
     return (
-        f"{at} resends record {record_id!r}: the Spark checker does not judge an at-least-once "
-        f"upstream's resends yet; check this history with the local checker "
-        f"(python -m harness check FILE)"
+        f"{at} resends record {record_id!r}: the Spark checker judges an upstream's resends "
+        f"only in runs small enough to judge by the local checker's rules on the driver; "
+        f"check this history with the local checker (python -m harness check FILE)"
     )
 
 

@@ -39,7 +39,12 @@ if TYPE_CHECKING:
 
     from harness.spark.check.queries import Context, Fused, Summary
 
-__all__ = ["Analysis", "SparkCheck", "analyze_parquet", "check_parquet"]
+__all__ = ["LOCAL_RUN_LIMIT", "Analysis", "SparkCheck", "analyze_parquet", "check_parquet"]
+
+LOCAL_RUN_LIMIT: Final = 1_000_000
+"""A run with an upstream's resends (``resent`` appends) of at most this many events is judged
+on the driver by the local checker's own rules: the Spark passes do not implement resends
+yet, and a larger such run is UNKNOWN, with a reason that says to run the local checker."""
 
 _OCCURRENCE_SCHEMA: Final = ", ".join(f"{name} {kind}" for name, kind in COLUMNS)
 
@@ -202,6 +207,8 @@ class _Run:
     invalid: bool = False
     stats: dict[str, int] = field(default_factory=dict)
     unexpected_records: int = 0
+    local: dict[Guarantee, Verdict] | None = None
+    """The verdicts of a run judged by the local checker's rules (see :data:`LOCAL_RUN_LIMIT`)."""
 
     @property
     def has_log_sink(self) -> bool:
@@ -241,7 +248,8 @@ class _Checker:
                 state.reasons = [wording.EMPTY_HISTORY]
             elif _summary_fails(state.summary):
                 state.invalid = True
-        live = [s.number for s in self.runs if not s.invalid]
+        self._judge_resends_locally()
+        live = [s.number for s in self.runs if not s.invalid and s.local is None]
         groups: dict[int, dict[tuple[AnomalyKind, str], tuple[int, list[Witness]]]] = {}
         if live:
             facts = fused.facts
@@ -253,16 +261,47 @@ class _Checker:
             live = [s.number for s in self.runs if not s.invalid]
             if live:
                 groups = self._occurrences(q, fused, facts, live)
-        invalid = [s.number for s in self.runs if s.invalid and not s.reasons]
+        invalid = [s.number for s in self.runs if s.invalid and not s.reasons and s.local is None]
         if invalid:
             self._explain(q, invalid)
         return {
             guarantee: {
-                state.number: self._verdict(state, guarantee, groups.get(state.number, {}))
+                state.number: state.local[guarantee]
+                if state.local is not None
+                else self._verdict(state, guarantee, groups.get(state.number, {}))
                 for state in self.runs
             }
             for guarantee in Guarantee
         }
+
+    def _judge_resends_locally(self) -> None:
+        """Runs with an upstream's resends (``resent`` appends), which the Spark passes do
+        not implement, and at most :data:`LOCAL_RUN_LIMIT` events: their events are
+        collected to the driver and judged by :func:`harness.check.local.check` itself."""
+        from pyspark.sql import functions as F
+
+        from harness.check.local import check
+        from harness.history.events import EVENT_FIELDS, Event, EventKind, History
+
+        kinds = {kind.value: kind for kind in EventKind}
+        columns = [name for name in EVENT_FIELDS if name != "dlsn"]
+        assert self.context.raw is not None
+        for state in self.runs:
+            summary = state.summary
+            if summary is None or not summary.resent or state.source.rows > LOCAL_RUN_LIMIT:
+                continue
+            rows = (
+                self.context.raw.where(F.col("run") == state.number)
+                .orderBy("pos")
+                .select(*columns)
+                .toLocalIterator()
+            )
+            events = tuple(
+                Event(**{**row.asDict(), "kind": kinds.get(row["kind"], row["kind"])})
+                for row in rows
+            )
+            history = History(meta=state.source.meta, events=events)
+            state.local = {guarantee: check(history, guarantee) for guarantee in Guarantee}
 
     # ------------------------------------------------------------------ validation
 

@@ -347,6 +347,9 @@ def _compact(raw: DataFrame) -> DataFrame:
         F.coalesce(F.col("detail") == ReadDetail.REDELIVERED.value, F.lit(False)).alias(
             "redelivered"
         ),
+        (
+            (kc == APPEND) & F.coalesce(F.col("detail") == AppendDetail.RESENT.value, F.lit(False))
+        ).alias("resent"),
         F.when(kc == END, F.col("detail")).alias("ed"),
         "bad",
     )

@@ -82,6 +82,8 @@ class Summary:
     truncates: int
     one_reader: bool
     """At most one process reads and fetches."""
+    resent: int = 0
+    """Appends of a record id again (an upstream's resends)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +239,7 @@ def _summary(row: Any, end_detail: str | None) -> Summary:
         appends=int(row["n_append"]),
         truncates=int(row["n_truncate"]),
         one_reader=row["reader_lo"] == row["reader_hi"],
+        resent=int(row["n_resent"]),
     )
 
 
@@ -274,6 +277,7 @@ def _grained(context: Context) -> DataFrame:
         "process",
         F.when(kc == APPEND, F.col("poison")).alias("poison"),
         "redelivered",
+        "resent",
         "ed",
         "bad",
         log_observe.alias("log_observe"),
@@ -374,6 +378,7 @@ _SUMS: Final = (
     "n_null",
     "n_append",
     "n_truncate",
+    "n_resent",
 )
 
 
@@ -398,6 +403,7 @@ def _counters() -> list[Column]:
         F.count_if(F.col("null_observe")).alias("n_null"),
         F.count_if(primary & (kc == APPEND)).alias("n_append"),
         F.count_if(kc == TRUNCATE).alias("n_truncate"),
+        F.count_if(primary & F.col("resent")).alias("n_resent"),
         F.min(F.when(reading, F.col("process"))).alias("reader_lo"),
         F.max(F.when(reading, F.col("process"))).alias("reader_hi"),
         F.max("pos").alias("t_pos"),
