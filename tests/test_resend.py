@@ -9,7 +9,7 @@ for a topology that has them, and they catch the processors that only they can c
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -31,12 +31,14 @@ from harness import (
     table_sink,
 )
 from harness.catalogue.pitfalls import PITFALLS, RESENDING
+from harness.catalogue.toys import process_then_commit
 from harness.check import AnomalyKind, check, validate
 from harness.errors import ConfigError
 from harness.history.events import RESENT, EventKind, History
 from harness.search.guided import fault_points
 from harness.search.systematic import plan
 from harness.sim.context import Context
+from harness.sim.records import Delivery
 
 P = "in-0"
 EO, ALO = Guarantee.EXACTLY_ONCE, Guarantee.AT_LEAST_ONCE
@@ -44,37 +46,32 @@ RESENDS = Topology(upstream_resends=True)
 COUNTED = Topology(sinks={"counts": table_sink("count")}, upstream_resends=True)
 
 
-def forward(ctx: Context) -> None:
-    """Output then offset, per input position (correct for an idempotent upstream)."""
+forward = process_then_commit
+"""Output then offset, per input position (correct for an idempotent upstream)."""
+
+
+def _forward_if(ctx: Context, keep: Callable[[Delivery, set[str]], bool]) -> None:
+    """Like :func:`forward`, outputting only the records ``keep`` accepts (given the ids
+    this instance has read before)."""
     out = ctx.output("out")
+    done: set[str] = set()
     for record in ctx.read(P, ctx.offsets.get(P)):
-        out.emit(record)
-        out.commit()
+        if keep(record, done):
+            out.emit(record)
+            out.commit()
+        done.add(record.record_id)
         ctx.offsets.put(P, record.next)
 
 
 def forward_new_ids(ctx: Context) -> None:
-    """Like :func:`forward`, but skips a record id the output log already holds (one
-    instance, no crashes in the schedules that use it: a fine dedup for them)."""
-    out = ctx.output("out")
-    done: set[str] = set()
-    for record in ctx.read(P, ctx.offsets.get(P)):
-        if record.record_id not in done:
-            out.emit(record)
-            out.commit()
-            done.add(record.record_id)
-        ctx.offsets.put(P, record.next)
+    """Skips a record id this instance has read before (one instance, no crashes in the
+    schedules that use it: a fine deduplication for them)."""
+    _forward_if(ctx, lambda record, done: record.record_id not in done)
 
 
 def drop_resent(ctx: Context) -> None:
-    """Skips every record whose id it has seen before *and* the first copy of a record
-    that will be resent: it outputs nothing for 'r0' (so its loss is counted once)."""
-    out = ctx.output("out")
-    for record in ctx.read(P, ctx.offsets.get(P)):
-        if record.record_id != "r0":
-            out.emit(record)
-            out.commit()
-        ctx.offsets.put(P, record.next)
+    """Outputs nothing for 'r0' (either copy), so its loss is counted once."""
+    _forward_if(ctx, lambda record, _: record.record_id != "r0")
 
 
 def count_each(ctx: Context, *, dedup: bool) -> None:
