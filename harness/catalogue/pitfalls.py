@@ -15,7 +15,8 @@ after a restart), transactions relied on while the output's reader reads uncommi
 data, and an input the processor *truncates* up to what it has read rather than what is
 durably done; and two that need an upstream that *resends* records under their ids
 (exactly-once per input position, which a resend at a new position defeats, and ids
-deduplicated in memory only). None of them names the fault its bug needs to the search;
+deduplicated in memory only); and one that needs *chosen payloads* (a value of 0 taken for
+a payload that did not deserialize). None of them names the fault its bug needs to the search;
 ``needs`` only documents it.
 ``PITFALLS`` lists them as catalogue :class:`~harness.catalogue.subject.Subject` s.
 """
@@ -44,6 +45,7 @@ __all__ = [
     "TWO_PARTITIONS",
     "TWO_SINKS",
     "UNCOMMITTED_READER",
+    "ZEROES",
 ]
 
 P = "in-0"
@@ -66,6 +68,8 @@ RESENDING = Topology(
 )
 """An at-least-once upstream (it resends records under their ids), a table a processor can
 keep the ids it has done in, and a store whose writes are synced."""
+ZEROES = Topology(payloads=(("k0", 2), ("k1", 0), ("k2", 1)), poison_every=4)
+"""Chosen payloads, one of them a value of 0, and every fourth record a poison record."""
 
 
 # -- 1. the offset is stored before the output's flush ---------------------------------------
@@ -551,6 +555,32 @@ def dedup_ids_in_transaction(ctx: Context) -> None:
     _transact_each(ctx, dedup="table")
 
 
+# -- 19. a value of zero taken for a payload that did not deserialize -------------------------
+
+
+def _forward_values(ctx: Context, *, falsy: bool) -> None:
+    out = ctx.output("out")
+    for record in ctx.read(P, ctx.offsets.get(P)):
+        unreadable = not record.value if falsy else record.poison
+        if not unreadable:
+            out.emit(record)
+            out.commit()
+        ctx.offsets.put(P, record.next)
+
+
+def skip_falsy_values(ctx: Context) -> None:
+    """Bug (at-least-once, payloads with zeros): means to skip the payloads that do not
+    deserialize (their value is 0) with ``if not record.value``, so a record whose real
+    value is 0 is skipped too, and lost. Generated payloads (values 1 to 5) never show it."""
+    _forward_values(ctx, falsy=True)
+
+
+def skip_poison_records(ctx: Context) -> None:
+    """Correct: skips exactly the records whose payload does not deserialize
+    (``Delivery.poison``)."""
+    _forward_values(ctx, falsy=False)
+
+
 # -- the catalogue ----------------------------------------------------------------------------
 
 _A = AnomalyKind
@@ -689,6 +719,7 @@ PITFALLS: Mapping[str, Subject] = {
             {Fault.RESEND, Fault.CRASH},
             RESENDING,
         ),
+        _pair(skip_falsy_values, skip_poison_records, _ALO, _LOST, (), ZEROES),
     )
     for subject in pair
 }

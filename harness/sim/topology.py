@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final
 
 from harness._shown import shown
 from harness.errors import ConfigError
@@ -54,6 +54,45 @@ def table_sink(aggregate: Aggregate | str | None = None) -> SinkSpec:
     return SinkSpec(SinkKind.TABLE, aggregate=None if aggregate is None else Aggregate(aggregate))
 
 
+MAX_PAYLOADS: Final = 10_000
+"""How many chosen payloads a topology may list."""
+_MAX_KEY: Final = 200
+_INT64: Final = (-(2**63), 2**63 - 1)
+
+
+def _payloads(payloads: object) -> tuple[tuple[str, int], ...]:
+    """``payloads`` as a tuple of ``(key, value)`` pairs, or :class:`ConfigError` naming the
+    first bad one (pairs may be lists, as JSON gives them)."""
+    example = "e.g. payloads=(('k0', 1), ('k1', 0))"
+    if isinstance(payloads, str | bytes | Mapping) or not isinstance(payloads, Sequence):
+        raise ConfigError(
+            f"Topology payloads must be a sequence of (key, value) pairs, got "
+            f"{shown(payloads)}; {example}"
+        )
+    if len(payloads) > MAX_PAYLOADS:
+        raise ConfigError(
+            f"Topology payloads lists {len(payloads)} pairs, more than {MAX_PAYLOADS}; "
+            "payloads repeat, so list one cycle of them"
+        )
+    pairs = []
+    for number, pair in enumerate(payloads):
+        if (
+            isinstance(pair, str | bytes)
+            or not isinstance(pair, Sequence)
+            or len(pair) != 2
+            or type(pair[0]) is not str
+            or len(pair[0]) > _MAX_KEY
+            or type(pair[1]) is not int
+            or not _INT64[0] <= pair[1] <= _INT64[1]
+        ):
+            raise ConfigError(
+                f"Topology payloads[{number}] must be a (key, value) pair of a str of at most "
+                f"{_MAX_KEY} characters and a 64-bit int, got {shown(pair)}; {example}"
+            )
+        pairs.append((pair[0], pair[1]))
+    return tuple(pairs)
+
+
 def _default_sinks() -> Mapping[str, SinkSpec]:
     return MappingProxyType({"out": log_sink()})
 
@@ -72,7 +111,10 @@ class Topology:
     ``upstream_resends=True`` says the input's producer is at-least-once: after a lost
     acknowledgement it appends records again under the same record ids (the ``Resend``
     fault), and each record id must still have its effects once (exactly-once) or at least
-    once, so the processor must deduplicate by ``Delivery.record_id``, not by position.
+    once, so the processor must deduplicate by ``Delivery.record_id``, not by position;
+    ``payloads`` chooses the input: record ``n`` gets key and value
+    ``payloads[n % len(payloads)]`` (pairs such as ``("k1", 0)``) instead of the generated
+    ones, for bugs that only some keys or values show (a zero, an empty key).
     """
 
     partitions: int = 1
@@ -82,6 +124,7 @@ class Topology:
     segment_records: int = 4
     poison_every: int = 0
     upstream_resends: bool = False
+    payloads: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("partitions", "keys", "segment_records"):
@@ -97,6 +140,7 @@ class Topology:
                 raise ConfigError(
                     f"Topology {name} must be True or False, got {getattr(self, name)!r}"
                 )
+        object.__setattr__(self, "payloads", _payloads(self.payloads))
         if not isinstance(self.sinks, Mapping) or not self.sinks:
             raise ConfigError(
                 f"Topology sinks must be a non-empty mapping of name -> SinkSpec, got "
@@ -137,8 +181,9 @@ class Topology:
         return sorted(n for n, s in self.sinks.items() if s.kind is SinkKind.TABLE)
 
     def to_json(self) -> dict[str, Any]:
-        """The topology as JSON; ``upstream_resends`` only when set, so that a topology
-        without it has the form (and the run ids) it had before the flag existed."""
+        """The topology as JSON; ``upstream_resends`` and ``payloads`` only when set, so
+        that a topology without them has the form (and the run ids) it had before they
+        existed."""
         data: dict[str, Any] = {
             "partitions": self.partitions,
             "keys": self.keys,
@@ -149,6 +194,8 @@ class Topology:
         }
         if self.upstream_resends:
             data["upstream_resends"] = True
+        if self.payloads:
+            data["payloads"] = [list(pair) for pair in self.payloads]
         return data
 
     @classmethod
@@ -203,6 +250,7 @@ class Topology:
                 segment_records=data.get("segment_records", 4),
                 poison_every=data.get("poison_every", 0),
                 upstream_resends=data.get("upstream_resends", False),
+                payloads=data.get("payloads", ()),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, ConfigError):

@@ -173,13 +173,17 @@ class World:
         """Append ``count`` records; acknowledged only if ``ack`` (else the producer crashes).
         ``stop`` is asked every 1024 records: when it says so the producer crashes there."""
         keys, poison_every = self.topology.keys, self.topology.poison_every
+        payloads = self.topology.payloads
         first = self._next_record
         self._next_record += count
 
         def records() -> Iterator[_Input]:
             for n in range(first, first + count):
                 poison = poison_every > 0 and n % poison_every == poison_every - 1
-                yield f"r{n}", f"k{n % keys}", n % 5 + 1, poison
+                key, value = (
+                    payloads[n % len(payloads)] if payloads else (f"k{n % keys}", n % 5 + 1)
+                )
+                yield f"r{n}", key, value, poison
 
         self._append(partition, records(), ack, stop=stop)
 
