@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import CounterexampleFound, Fault, Status, explore, run_once
-from harness.catalogue.pitfalls import PITFALLS
+from harness import CounterexampleFound, Fault, Produce, Status, Topology, explore, run_once
+from harness.catalogue.pitfalls import BIG_BATCH, PITFALLS
 from harness.catalogue.toys import TOYS
 from harness.errors import ConfigError
 from harness.search.coverage import Coverage
-from harness.search.systematic import coverage, plan, probe, workloads
+from harness.search.systematic import VOLUME, coverage, plan, probe, workloads
 
 BUGS = sorted(name for name, s in PITFALLS.items() if not s.correct)
 TWINS = sorted(name for name, s in PITFALLS.items() if s.correct)
@@ -98,6 +98,33 @@ def test_a_probe_names_the_calls_a_processor_makes() -> None:
     assert found.labels[:5] == ("offset-get", "read", "emit", "flush", "offset-put")
     assert found.labels.count("read") == 4  # three records, then it waits for a fourth
     assert not found.timers and not found.choices
+
+
+def test_the_volume_workload_adds_only_the_points_of_paths_small_workloads_miss() -> None:
+    small = len(workloads(Topology()))
+    plain = TOYS["process_then_commit"]
+    found = plan(plain.processor, plain.topology)
+    at_volume = [p for p in found.points if p.workload == small]
+    assert [p.label for p in at_volume] == ["idle"]  # one loop: nothing new, but the end
+    assert found.schedules[0].point == at_volume[0]
+    assert found.schedules[0].faults == (Fault.CRASH,)
+    batched = PITFALLS["full_batch_flush_first"]
+    found = plan(batched.processor, batched.topology)
+    at_volume = [p for p in found.points if p.workload == small]
+    assert len(at_volume) > 1 and at_volume[-1].label == "idle"
+    first = [p for p in found.schedules if p.point.workload == small]
+    assert found.schedules[: len(at_volume)] == tuple(first[: len(at_volume)])
+    big = sum(s.count for s in found.schedules[0].schedule.steps if isinstance(s, Produce))
+    assert big == VOLUME
+
+
+def test_a_bug_on_a_full_batch_path_is_found_with_a_burst_as_big_as_a_batch() -> None:
+    bug = PITFALLS["full_batch_offset_first"]
+    with pytest.raises(CounterexampleFound) as caught:
+        explore(bug.processor, guarantee=bug.guarantee, topology=bug.topology, failures_dir=None)
+    steps = caught.value.failure.schedule.steps
+    assert sum(s.count for s in steps if isinstance(s, Produce)) >= BIG_BATCH
+    assert caught.value.failure.first_failure_example <= 10
 
 
 def test_faults_narrow_the_plan() -> None:

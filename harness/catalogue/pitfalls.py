@@ -16,8 +16,9 @@ data, and an input the processor *truncates* up to what it has read rather than 
 durably done; and two that need an upstream that *resends* records under their ids
 (exactly-once per input position, which a resend at a new position defeats, and ids
 deduplicated in memory only); and one that needs *chosen payloads* (a value of 0 taken for
-a payload that did not deserialize). None of them names the fault its bug needs to the search;
-``needs`` only documents it.
+a payload that did not deserialize); and one whose bug is on a path only a burst of 50
+records takes (a full batch's offset stored before its flush). None of them names the fault
+its bug needs to the search; ``needs`` only documents it.
 ``PITFALLS`` lists them as catalogue :class:`~harness.catalogue.subject.Subject` s.
 """
 
@@ -36,6 +37,7 @@ from harness.sim.simulator import Processor
 from harness.sim.topology import Topology, log_sink, table_sink
 
 __all__ = [
+    "BIG_BATCH",
     "COUNTS",
     "DURABLE_COUNTS",
     "PITFALLS",
@@ -50,6 +52,7 @@ __all__ = [
 
 P = "in-0"
 BATCH = 3
+BIG_BATCH = 50
 COUNTS = Topology(sinks={"counts": table_sink("count")})
 DURABLE_COUNTS = Topology(sinks={"counts": table_sink("count")}, offset_sync=True)
 """Counts in a store whose writes are synced (a transactional store's commits are durable)."""
@@ -97,18 +100,24 @@ def flush_then_offset(ctx: Context) -> None:
 # -- 2. outputs flushed in batches, offsets stored per record --------------------------------
 
 
-def _flush_in_batches(ctx: Context, *, offset_at_flush: bool) -> None:
+def _flush_in_batches(
+    ctx: Context, *, offset_at_flush: bool, size: int = 2, full_offset_first: bool = False
+) -> None:
     out = ctx.output("out")
     pending: list[Delivery] = []
     source = ctx.read(P, ctx.offsets.get(P))
     while True:
         record = source.poll()
-        if record is None or len(pending) == 2:  # linger expired, or the batch is full
-            if pending:
+        full = len(pending) == size
+        if record is None or full:  # linger expired, or the batch is full
+            if pending and full and full_offset_first:
+                ctx.offsets.put(P, pending[-1].next)
+                out.commit()
+            elif pending:
                 out.commit()
                 if offset_at_flush:
                     ctx.offsets.put(P, pending[-1].next)
-                pending.clear()
+            pending.clear()
             if record is None:
                 record = next(source)
         out.emit(record)
@@ -126,6 +135,22 @@ def offset_per_record_flush_per_pair(ctx: Context) -> None:
 def offset_at_flush(ctx: Context) -> None:
     """Correct: outputs flushed in pairs and the offset stored after each flush."""
     _flush_in_batches(ctx, offset_at_flush=True)
+
+
+# -- 20. a full batch's path, which only volume takes -----------------------------------------
+
+
+def full_batch_offset_first(ctx: Context) -> None:
+    """Bug (at-least-once): outputs flushed in batches of 50 records or when the input is
+    idle, the offset stored at each flush; the idle path flushes first, but the *full
+    batch* path stores the offset first, so a crash between the two loses the batch. Only
+    a burst of 50 records takes that path."""
+    _flush_in_batches(ctx, offset_at_flush=True, size=BIG_BATCH, full_offset_first=True)
+
+
+def full_batch_flush_first(ctx: Context) -> None:
+    """Correct: both paths flush the batch, then store its offset."""
+    _flush_in_batches(ctx, offset_at_flush=True, size=BIG_BATCH)
 
 
 # -- 3. a batch's offset taken from its first element ----------------------------------------
@@ -720,6 +745,7 @@ PITFALLS: Mapping[str, Subject] = {
             RESENDING,
         ),
         _pair(skip_falsy_values, skip_poison_records, _ALO, _LOST, (), ZEROES),
+        _pair(full_batch_offset_first, full_batch_flush_first, _ALO, _LOST, {Fault.CRASH}),
     )
     for subject in pair
 }

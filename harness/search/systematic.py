@@ -8,9 +8,13 @@ two partitions when the topology has them, and enough records to fill a log segm
 retention) and records every fault point it reaches: each call into the world (read, emit,
 flush, offset put/commit, table put, transaction step, claim, asynchronous completion), with
 which ones made a nondeterministic choice, consulted a write acknowledgement or could see a
-redelivery. :func:`plan` turns the probes into schedules:
+redelivery. It also probes a *volume* workload (:data:`VOLUME` records at once) and keeps
+only its points whose context (the calls before and at them) no small workload reached: the
+paths only volume takes (a full batch's flush, an every-n-th record's branch), plus the idle
+point after it all. :func:`plan` turns the probes into schedules:
 
-* **singles**: one fault of each applicable kind before each point (a crash, a machine
+* **singles**: one fault of each applicable kind before each point (the volume workload's
+  come first, then the small workloads'; a crash, a machine
   crash, a duplicate delivery, a lost acknowledgement, a reorder, a timer tick, a takeover
   followed by the new owner or by the zombie, a retention truncation, an upstream resend
   when the topology's upstream resends, a producer crash);
@@ -61,6 +65,7 @@ from harness.sim.topology import Topology
 from harness.sim.world import Backend
 
 __all__ = [
+    "VOLUME",
     "FaultPoint",
     "Plan",
     "Planned",
@@ -68,12 +73,18 @@ __all__ = [
     "coverage",
     "plan",
     "probe",
+    "volume",
     "workloads",
 ]
 
 PROBE_CALLS: Final = 150
 """Calls a burst of a fault-free probe may make; a processor that never waits for input
 has its fault points counted up to here."""
+VOLUME: Final = 240
+"""Records of the volume workload: enough to fill the batches, windows and every-n-th paths
+(of up to about a hundred records) that the small workloads never reach."""
+VOLUME_CALLS: Final = 20 * VOLUME
+"""Calls the volume workload's probe may make."""
 REST: Final = 100
 """Calls granted after an injected fault, before the drain (armed faults do not reach it)."""
 PAIR_WINDOW: Final = 6
@@ -211,6 +222,12 @@ def workloads(topology: Topology) -> tuple[tuple[tuple[Produce, ...], ...], ...]
     return tuple(found)
 
 
+def volume(topology: Topology) -> tuple[tuple[Produce, ...], ...]:
+    """The volume workload: :data:`VOLUME` records at once, over up to two partitions."""
+    used = min(topology.partitions, 2)
+    return (tuple(Produce(partition, VOLUME // used) for partition in range(used)),)
+
+
 def probe(
     processor: Processor,
     topology: Topology,
@@ -218,14 +235,16 @@ def probe(
     *,
     backend: Backend = "memory",
     budget: RunBudget | None = None,
+    calls_per_burst: int = PROBE_CALLS,
 ) -> Probe:
-    """Run ``processor`` on ``bursts`` without faults and record the points it reaches;
-    ``budget`` bounds each probing run as it bounds the search's (a processor that hangs
-    hangs its probe too, and must not hang the search)."""
+    """Run ``processor`` on ``bursts`` without faults and record the points it reaches (up
+    to ``calls_per_burst`` calls a burst); ``budget`` bounds each probing run as it bounds
+    the search's (a processor that hangs hangs its probe too, and must not hang the
+    search)."""
     calls: list[int] = []
     steps: list[Step] = []
     for burst in bursts:
-        steps += [*burst, Run(PROBE_CALLS)]
+        steps += [*burst, Run(calls_per_burst)]
         sim = _Probing(processor, topology, backend, budget)
         try:
             sim.run(Schedule(tuple(steps), drain=False))
@@ -267,9 +286,41 @@ def plan(
         points += here
         singles += _singles(found, here, enabled, topology)
         families += _pairs(found, here, enabled, topology, first=number == 0)
-    ordered = sorted(singles, key=lambda p: _ORDER.index(p.faults[0]))
     pairs = [p for row in zip_longest(*families) for p in row if p is not None]
-    return Plan(tuple(points), tuple(_novel_first(_unique([*ordered, *pairs]))))
+    big = probe(
+        processor,
+        topology,
+        volume(topology),
+        backend=backend,
+        budget=budget,
+        calls_per_burst=VOLUME_CALLS,
+    )
+    known = {_around(probes[point.workload], point.call) for point in points}
+    volume_points = _volume_points(big, len(probes), known)
+    points += volume_points
+    at_volume = _singles(big, volume_points, enabled, topology)
+    # the volume's own paths, and a crash after it all, first; its other idle faults in turn
+    first = [p for p in at_volume if p.point.label != "idle" or p.faults == (Fault.CRASH,)]
+    singles += [p for p in at_volume if p not in first]
+    ordered = sorted(singles, key=lambda p: _ORDER.index(p.faults[0]))
+    return Plan(tuple(points), tuple(_unique([*first, *_novel_first([*ordered, *pairs])])))
+
+
+def _volume_points(big: Probe, number: int, known: set[tuple[str, str]]) -> list[FaultPoint]:
+    """The points of the volume workload (number ``number``) whose context (the calls before
+    and at it) no small workload reached, the first of each, and the idle point after it all
+    (a fault there, and the drain, judge the whole volume): the paths only volume takes,
+    such as a full batch's, and nothing the small workloads cover already."""
+    first: dict[tuple[str, str], int] = {}
+    for call in range(len(big.labels)):
+        context = _around(big, call)
+        if context not in known:
+            first.setdefault(context, call)
+    calls = sorted({*first.values(), len(big.labels)})
+    return [
+        FaultPoint(number, call, big.labels[call] if call < len(big.labels) else "idle")
+        for call in calls
+    ]
 
 
 def _novel_first(planned: Iterable[Planned]) -> list[Planned]:
