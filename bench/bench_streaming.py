@@ -1,20 +1,23 @@
 """End-to-end Structured Streaming throughput: the dlog source into a Parquet sink, against
-Spark's built-in ``rate`` source into the same sink, in the same run, on ``local[2]``.
+Spark's built-in rate source into the same sink, in the same run, on ``local[2]``.
 
     python bench/bench_streaming.py [--records 400000] [--logs 2] [--batch 100000] [--repeats 2]
+        [--min-partitions 1]
 
 Ours: ``--records`` records (``--payload`` bytes each, JSON with a record id) are written
 to ``--logs`` logs of a LevelDB namespace first (not timed); then a query reads them with
 ``spark.readStream.format("dlog")`` (``maxRecordsPerBatch`` ``--batch``, 0 for no limit;
-one input partition per log) and writes ``log, sequence_id, payload`` to a Parquet file sink
-with a checkpoint, ``Trigger.AvailableNow``.
+one input partition per log, or ``minPartitions`` ``--min-partitions``) and writes
+``log, sequence_id, payload`` to a Parquet file sink with a checkpoint,
+``Trigger.AvailableNow``.
 
 Baseline: Spark's ``rate-micro-batch`` source (the ``rate`` source's deterministic form)
-with ``rowsPerBatch`` = ``--batch`` (``--records`` when 0) and ``numPartitions`` =
-``--logs``, projected to ``value, payload`` (a ``--payload``-byte binary column), into the
-same kind of sink: the same rows in the same batches. With one batch it runs under
-``Trigger.AvailableNow`` and ends by itself, like ours; with several it has no end and is
-stopped once its batches hold ``--records`` rows.
+with ``rowsPerBatch`` = ``--batch`` (``--records`` when 0) and ``numPartitions`` = the
+larger of ``--logs`` and ``--min-partitions`` (as many Parquet files per batch), projected
+to ``value, payload`` (a ``--payload``-byte binary column), into the same kind of sink:
+the same rows in the same batches. With one batch it runs under ``Trigger.AvailableNow`` and
+ends by itself, like ours; with several it has no end and is stopped once its batches hold
+``--records`` rows.
 
 Both sides are timed the same way: from the wall clock just before ``start()`` to the end of
 the batch that committed the last of the ``--records`` rows (that batch's trigger start plus
@@ -84,13 +87,21 @@ def _sink(frame: Any, work: Path) -> Any:
 
 
 def dlog_run(
-    spark: Any, uri: str, logs: Sequence[str], records: int, batch: int, work: Path
+    spark: Any,
+    uri: str,
+    logs: Sequence[str],
+    records: int,
+    batch: int,
+    work: Path,
+    min_partitions: int = 1,
 ) -> tuple[float, int]:
     """Seconds from ``start()`` to the end of the batch that committed the last record, and
     the rows read."""
     reader = spark.readStream.format("dlog").option("uri", uri).option("logs", ",".join(logs))
     if batch:
         reader = reader.option("maxRecordsPerBatch", str(batch))
+    if min_partitions > 1:
+        reader = reader.option("minPartitions", str(min_partitions))
     frame = reader.load().select("log", "sequence_id", "payload")
     start = time.time()
     query = _sink(frame, work).trigger(availableNow=True).start()
@@ -150,6 +161,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--payload", type=int, default=64, help="payload bytes per record")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument(
+        "--min-partitions",
+        type=int,
+        default=1,
+        help="the dlog source's minPartitions (the rate side gets as many partitions)",
+    )
     args = parser.parse_args(argv)
 
     from harness.spark.session import spark_session
@@ -173,20 +190,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"streaming benchmark: pyspark {pyspark.__version__}, local[2], python "
             f"{sys.version.split()[0]}; {args.records} records of {args.payload} bytes in "
             f"{args.logs} log(s) (written in {written:.1f}s, not timed), maxRecordsPerBatch "
-            f"{args.batch or 'unlimited'}"
+            f"{args.batch or 'unlimited'}, minPartitions {args.min_partitions}"
         )
         # one untimed run of each warms up the JVM and the Python workers
-        dlog_run(spark, uri, logs, args.records, args.batch, root / "warm-dlog")
-        rate_run(spark, args.records, args.batch, args.logs, args.payload, root / "warm-rate")
+        split = args.min_partitions
+        parts = max(args.logs, split)
+        dlog_run(spark, uri, logs, args.records, args.batch, root / "warm-dlog", split)
+        rate_run(spark, args.records, args.batch, parts, args.payload, root / "warm-rate")
         ours: list[float] = []
         theirs: list[float] = []
         for repeat in range(args.repeats):
             elapsed, rows = dlog_run(
-                spark, uri, logs, args.records, args.batch, root / f"dlog-{repeat}"
+                spark, uri, logs, args.records, args.batch, root / f"dlog-{repeat}", split
             )
             ours.append(rows / elapsed)
             elapsed, rows = rate_run(
-                spark, args.records, args.batch, args.logs, args.payload, root / f"rate-{repeat}"
+                spark, args.records, args.batch, parts, args.payload, root / f"rate-{repeat}"
             )
             theirs.append(rows / elapsed)
         best_ours, best_theirs = max(ours), max(theirs)
