@@ -20,8 +20,9 @@ the passes, the parity with the local checker and the measured throughput.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
+
+from harness._lazy import lazy_names
 
 if TYPE_CHECKING:
     from harness.spark.check import (
@@ -53,23 +54,9 @@ _LAZY: Final[dict[str, tuple[str, ...]]] = {
     "harness.spark.session": ("spark_session", "stop_spark_session"),
     "harness.spark.source": ("HistoryFile", "RunSource", "discover_runs"),
 }
-_WHERE: Final = {name: module for module, names in _LAZY.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    """The public names, imported on first use: Spark's Python processes import
-    :mod:`harness.spark.streaming.datasource` (this package first) for every streaming query
-    and need none of the checker."""
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+# Spark's Python processes import harness.spark.streaming.datasource (this package first) for
+# every streaming query, and need none of the checker
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
 
 __all__ = [
