@@ -7,16 +7,17 @@ its values (:class:`Schedule` and its steps, :class:`Topology`, :class:`History`
 :class:`Verdict`), the fault kinds a search injects (:class:`Fault`), the catalogue's
 :class:`Subject` and :class:`Scenario`, the reference log (:mod:`harness.log`), the offset stores
 (:mod:`harness.offsets`) and the errors (:mod:`harness.errors`, rooted in
-:class:`HarnessError`). Importing this package loads only :mod:`harness.errors`: every
-other name is imported from its module on first use (so ``import harness.pytest_plugin``
+:class:`HarnessError`). Importing this package loads only :mod:`harness.errors` (and
+``harness._lazy``, the first-use importer): every other name is imported from its module on
+first use (so ``import harness.pytest_plugin``
 in any pytest session stays cheap), and never plyvel, pyarrow nor pyspark.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
+from harness._lazy import lazy_names
 from harness.errors import (
     AlreadyClosed,
     AlreadyTruncatedTransaction,
@@ -197,20 +198,7 @@ _LAZY: Final[dict[str, tuple[str, ...]]] = {
 }
 """The public names imported on first use, by the module that defines them."""
 
-_WHERE: Final = {name: module for module, names in _LAZY.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
 
 __all__ = [

@@ -409,3 +409,53 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+_STORED = st.tuples(
+    st.integers(-(2**63), 2**63 - 1),
+    st.binary(max_size=12),
+    st.integers(0, 0xFFFF),
+    st.integers(0, 2**40),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    records=st.lists(_STORED, max_size=6),
+    uniform=st.booleans(),
+    damage=st.one_of(st.none(), st.tuples(st.integers(0, 400), st.integers(0, 255))),
+    cut=st.one_of(st.none(), st.integers(0, 400)),
+)
+def test_decoding_an_entry_into_columns_gives_the_records_and_errors_of_decode_entry(
+    records: list[tuple[int, bytes, int, int]],
+    uniform: bool,
+    damage: tuple[int, int] | None,
+    cut: int | None,
+) -> None:
+    """The bulk reader's column decoder (decoded in C when every payload has one length) is
+    decode_entry's records transposed, and fails where it fails with its error, on intact
+    and on damaged entries alike."""
+    from harness.log.storage.leveldb import decode_columns, decode_entry, encode_entry
+
+    if uniform and records:  # the fixed-size records the C path decodes
+        size = len(records[0][1])
+        records = [(t, p.ljust(size, b"x")[:size], f, n) for t, p, f, n in records]
+    data = bytearray(encode_entry(records))
+    if damage is not None and data:
+        data[damage[0] % len(data)] = damage[1]
+    if cut is not None:
+        del data[cut:]
+
+    def outcome(decode: Callable[[], Any]) -> Any:
+        try:
+            return decode()
+        except CorruptData as exc:
+            return ("CorruptData", str(exc))
+
+    expected = outcome(lambda: decode_entry(bytes(data), where="here"))
+    got = outcome(lambda: decode_columns(bytes(data), where="here"))
+    if isinstance(expected, tuple) and expected[:1] != ("CorruptData",):
+        expected = tuple(tuple(column) for column in zip(*expected, strict=True))
+        expected = expected or ((), (), (), ())
+        got = tuple(tuple(column) for column in got)
+    assert got == expected

@@ -38,7 +38,9 @@ _TAILS: Final = tuple(base64.b64encode(bytes([b])).decode("ascii") for b in rang
 _V1: Final = struct.Struct(">bqqq")
 _DLSN_CHARS: Final = 36  # the Base64 text of a DLSN's 25 bytes
 
-Entry = tuple[SegmentMetadata, int, tuple[StoredRecord, ...]]
+Columns = tuple[Sequence[int], Sequence[bytes], Sequence[int], Sequence[int]]
+"""An entry's records column by column: txids, payloads, flags, positions."""
+Entry = tuple[SegmentMetadata, int, Columns]
 
 RELEASE_RECORDS: Final = 16384
 """A scan that shares its log with other readers lets go of it after this many records."""
@@ -153,12 +155,12 @@ class Scan:
                         "below its committed point; the stored log is damaged"
                     )
 
-    def _window(self, number: int, first: int, last: int) -> list[tuple[int, Any]]:
+    def _window(self, number: int, first: int, last: int) -> list[tuple[int, Columns]]:
         if self.storage is None:
             assert self._reopen is not None, "only a scan with reopen lets go of its log"
             self.storage = self._reopen()
-        window = list(self.storage.read_entries(number, first, last))
-        self._held += sum(len(records) for _, records in window)
+        window = _entry_columns(self.storage, number, first, last)
+        self._held += sum(len(columns[0]) for _, columns in window)
         if self._reopen is not None and self._held >= RELEASE_RECORDS:
             self.close()
             self._held = 0
@@ -184,9 +186,8 @@ class Scan:
     def columns(self, rows: int) -> Iterator[_Columns]:
         """The range's user records as columns, about ``rows`` records at a time."""
         chunk = _Columns()
-        for segment, entry, records in self.entries():
+        for segment, entry, (txid, payload, flags, position) in self.entries():
             number = segment.segment
-            txid, payload, flags, position = zip(*records, strict=True)
             slots = self._slots(number, entry, flags)
             low, high = slots.start, slots.stop
             kept: Sequence[int] = slots
@@ -225,6 +226,22 @@ class Scan:
         schema = arrow_schema(pa)
         for chunk in self.columns(rows):
             yield chunk.batch(pa, schema, self.name)
+
+
+def _entry_columns(
+    storage: LogStorage, number: int, first: int, last: int
+) -> list[tuple[int, Columns]]:
+    """The entries of segment ``number`` in [first, last], their records as columns: decoded
+    straight into columns where the storage can (the LevelDB backend's
+    ``read_entry_columns``), otherwise transposed from :meth:`LogStorage.read_entries`."""
+    read_columns = getattr(storage, "read_entry_columns", None)
+    if read_columns is not None:
+        return list(read_columns(number, first, last))
+    window: list[tuple[int, Columns]] = []
+    for entry, records in storage.read_entries(number, first, last):
+        txid, payload, flags, position = zip(*records, strict=True) if records else ((),) * 4
+        window.append((entry, (txid, payload, flags, position)))
+    return window
 
 
 def _dlsn_texts(number: int, entry: int, prefix: str, low: int, high: int) -> str:
