@@ -174,7 +174,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     spark = spark_session("local[2]")
     # stopping the endless rate query aborts its running batch, which Spark logs as errors
+    # (with stack traces) through loggers the harness's log4j file sets to "error" by name
     spark.sparkContext.setLogLevel("FATAL")
+    jvm = spark.sparkContext._jvm
+    fatal = jvm.org.apache.logging.log4j.Level.FATAL
+    for name in ("org.apache.spark", "org.apache.hadoop", "org.apache.parquet"):
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, fatal)
     register_dlog(spark)
     import pyspark
 
