@@ -8,8 +8,9 @@ a small generated history untimed (JVM start and JIT), then checks ``HISTORY`` (
 ``localCheckpoint``, ...), the wall seconds, the driver JVM's CPU seconds (user + system from
 ``/proc``: less sensitive than wall time to other work on a shared machine) and the checker
 functions that ran it. ``--frames`` also computes each occurrence frame of the ranking query
-on its own first (a no-op write), to split that query's time by anomaly kind; the frames
-are then computed twice, so the total is inflated.
+on its own first (a no-op write), to split that query's time by anomaly kind (each line
+names the kinds the frame found: none for a frame with no rows); the frames are then
+computed twice, so the total is inflated.
 """
 
 from __future__ import annotations
@@ -63,11 +64,13 @@ def _split_frames(pid: int, log: list[str]) -> None:
         for number, frame in enumerate(frames):
             start, cpu = time.perf_counter(), _cpu(pid)
             frame.write.format("noop").mode("overwrite").save()
-            kinds = [r[0] for r in frame.select("kind").distinct().collect()]
-            log.append(
+            line = (
                 f"  frame {number}: {time.perf_counter() - start:6.2f} s "
-                f"{_cpu(pid) - cpu:6.2f} cpu-s {kinds}"
+                f"{_cpu(pid) - cpu:6.2f} cpu-s"
             )
+            kinds = sorted({row[0] for row in frame.select("kind").distinct().collect()})
+            del log[-1]  # the query naming the kinds is not the frame's cost
+            log.append(f"{line} {kinds}")
         return original(self, q, frames, valid, facts)
 
     checker._Checker._collected = collected  # type: ignore[method-assign]
