@@ -412,7 +412,7 @@ class _Checker:
         lost (and offset-ahead past a lost record)."""
         doubled = [n for n in valid if self.runs[n].stats.get("duplicates")]
         unacked = [n for n in valid if self.runs[n].unexpected_records]
-        frames = _effects(q, self.context, facts, unacked, doubled)
+        frames = _effects(q, self.context, facts, self.runs, (unacked, doubled))
         lossy = [
             n
             for n in valid
@@ -794,14 +794,21 @@ def _lost(facts: DataFrame, lossy: Sequence[int]) -> DataFrame:
 
 
 def _effects(
-    q: Any, context: Context, facts: DataFrame, unacked: Sequence[int], doubled: Sequence[int]
+    q: Any,
+    context: Context,
+    facts: DataFrame,
+    runs: Sequence[_Run],
+    which: tuple[Sequence[int], Sequence[int]],
 ) -> list[DataFrame]:
-    """unexpected (outputs their record's rules do not allow) and duplicate occurrences."""
+    """unexpected (outputs their record's rules do not allow) and duplicate occurrences, of
+    the runs ``which`` names (those with unexpected outputs, those with copies)."""
+    unacked, doubled = which
     from pyspark.sql import functions as F
 
     frames = []
     if unacked:
-        rows = q.observe_rows(context, facts, unacked, kind="unexpected")
+        records = sum(runs[n].unexpected_records for n in unacked)
+        rows = q.observe_rows(context, facts, unacked, kind="unexpected", records=records)
         frames.append(
             rows.select(
                 *_head("unexpected"),
@@ -823,8 +830,11 @@ def _effects(
             )
         )
     if doubled:
-        copies = q.observe_rows(context, facts, doubled, kind="duplicate")
-        frames.append(_duplicates(q.duplicate_effects(context, copies)))
+        # each duplicated record has a copy beyond the first of some part: at most as many
+        # records as copies, and at most twice as many observe rows
+        extra = sum(runs[n].stats.get("duplicates", 0) for n in doubled)
+        copies = q.observe_rows(context, facts, doubled, kind="duplicate", records=extra)
+        frames.append(_duplicates(q.duplicate_effects(context, copies, 2 * extra)))
     return frames
 
 

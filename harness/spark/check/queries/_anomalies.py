@@ -37,14 +37,16 @@ from harness.spark.check.queries._load import (
 
 
 def observe_rows(
-    context: Context, facts: DataFrame, runs: Sequence[int], *, kind: str
+    context: Context, facts: DataFrame, runs: Sequence[int], *, kind: str, records: int
 ) -> DataFrame:
     """The observe rows of log sinks that records' facts point at: ``kind`` ``"unexpected"``
     (outputs their record's rules do not allow: of records never acknowledged, of poison
     records, of parts no emit declared: ``run, record_id, pos, output_id, sink, part,
     app_pos, ack_n, poison, parts``) or
     ``"duplicate"`` (acknowledged records with extra copies: ``run, record_id, part, pos,
-    output_id``). Few rows in a sound history; the facts side is broadcast when small."""
+    output_id``). Few rows in a sound history; the facts side (at most ``records`` rows, a
+    bound from the record totals) is broadcast when small, so the observes are not
+    shuffled."""
     ev = context.events.where(F.col("run").isin(*runs))
     observes = ev.where(
         (F.col("kc") == OBSERVE)
@@ -56,12 +58,12 @@ def observe_rows(
         wanted = facts.where(
             (~acked & (F.col("obs_n") > 0)) | (acked & (F.col("unacc") > 0))
         ).select("run", "record_id", "app_pos", "ack_n", "poison", "parts")
-        return observes.join(wanted, ["run", "record_id"]).where(
+        return observes.join(context.side(wanted, records), ["run", "record_id"]).where(
             (F.col("ack_n") == 0) | F.col("poison") | (F.col("part") >= F.col("parts"))
         )
     wanted = facts.where(acked & (F.col("extra") > 0)).select("run", "record_id", "parts")
     rows = (
-        observes.join(wanted, ["run", "record_id"])
+        observes.join(context.side(wanted, records), ["run", "record_id"])
         .where(F.col("part") < F.col("parts"))
         .drop("parts")
     )
@@ -470,16 +472,18 @@ def null_observes(context: Context, runs: Sequence[int]) -> DataFrame:
     ).select("run", "pos", "output_id", "sink")
 
 
-def duplicate_effects(context: Context, copies: DataFrame) -> DataFrame:
-    """One row per duplicated effect from its observe rows (:func:`observe_rows`): ``run,
-    record_id, part, copies (array of (pos, output_id) in observe order), emits (positions
-    of every emit of those outputs)``."""
-    copies = copies.select("run", "record_id", "part", "pos", "output_id")
+def duplicate_effects(context: Context, copies: DataFrame, rows: int) -> DataFrame:
+    """One row per duplicated effect from its observe rows (:func:`observe_rows`, at most
+    ``rows`` of them): ``run, record_id, part, copies (array of (pos, output_id) in observe
+    order), emits (positions of every emit of those outputs)``. The observe rows are
+    computed once (one scan) and kept; the emits come from one more scan, joined with the
+    outputs broadcast when few."""
+    copies = context.keep(copies.select("run", "record_id", "part", "pos", "output_id"))
     outputs = copies.select("run", "output_id").distinct()
     emits = (
         context.events.where(F.col("kc") == EMIT)
         .select("run", "output_id", F.col("pos").alias("emit_pos"))
-        .join(outputs, ["run", "output_id"])
+        .join(context.side(outputs, rows), ["run", "output_id"])
     )
     emitted = (
         copies.select("run", "record_id", "part", "output_id")

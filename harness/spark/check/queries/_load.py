@@ -116,6 +116,10 @@ def sorted_events(*columns: Column) -> Column:
     return F.array_sort(F.array_distinct(F.filter(F.array(*columns), lambda x: x.isNotNull())))
 
 
+BROADCAST_ROWS: Final = 200_000
+"""Up to this many rows, the small side of a join the driver can bound is broadcast."""
+
+
 @dataclass(slots=True)
 class Context:
     """The annotated events of all runs and the small tables the queries share."""
@@ -174,6 +178,13 @@ class Context:
             with contextlib.suppress(Exception):  # best effort: Spark's cleaner also frees them
                 frame._jdf.queryExecution().analyzed().rdd().unpersist(False)
         self.cached.clear()
+
+    def side(self, frame: DataFrame, rows: int) -> DataFrame:
+        """``frame`` marked for broadcasting when it has at most :data:`BROADCAST_ROWS` rows
+        (``rows``: a bound the driver knows, e.g. from the fused pass's totals). Spark
+        cannot know it: a frame filtered from the cache is estimated at the cache's size,
+        so a join with it would shuffle and sort the large side."""
+        return F.broadcast(frame) if rows <= BROADCAST_ROWS else frame
 
     def small(self, rows: list[tuple[Any, ...]], schema: str) -> DataFrame:
         """:func:`local_frame` in this session."""

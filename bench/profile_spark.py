@@ -1,0 +1,116 @@
+"""Where the Spark checker's time goes: every Spark action it runs, timed, with its caller.
+
+    python bench/profile_spark.py HISTORY.parquet [--repeat 2] [--frames]
+
+Starts a ``local[2]`` session (8 shuffle partitions, 8g heap, as ``bench_spark.py``), checks
+a small generated history untimed (JVM start and JIT), then checks ``HISTORY`` (e.g. the file
+``bench_spark.py --keep`` leaves in its ``--dir``) and prints, per action (``collect``,
+``localCheckpoint``, ...), the wall seconds, the driver JVM's CPU seconds (user + system from
+``/proc``: less sensitive than wall time to other work on a shared machine) and the checker
+functions that ran it. ``--frames`` also computes each occurrence frame of the ranking query
+on its own first (a no-op write), to split that query's time by anomaly kind (each line
+names the kinds the frame found: none for a frame with no rows); the frames are then
+computed twice, so the total is inflated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from harness.check import Guarantee
+from harness.spark.check.generate import Plan, generate_history
+
+
+def _cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").split(")")[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _timed(cls: Any, name: str, pid: int, log: list[str]) -> None:
+    original = getattr(cls, name)
+
+    def action(self: Any, *args: Any, **kwargs: Any) -> Any:
+        start, cpu = time.perf_counter(), _cpu(pid)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            frames = [
+                f for f in traceback.extract_stack()[:-1] if "harness/spark/check" in f.filename
+            ]
+            where = " < ".join(
+                f"{Path(f.filename).name}:{f.lineno}:{f.name}" for f in frames[-3:][::-1]
+            )
+            log.append(
+                f"  {time.perf_counter() - start:6.2f} s {_cpu(pid) - cpu:6.2f} cpu-s "
+                f"{name:15s} {where}"
+            )
+
+    setattr(cls, name, action)
+
+
+def _split_frames(pid: int, log: list[str]) -> None:
+    from harness.spark.check import checker
+
+    original = checker._Checker._collected
+
+    def collected(self: Any, q: Any, frames: Any, valid: Any, facts: Any) -> Any:
+        for number, frame in enumerate(frames):
+            start, cpu = time.perf_counter(), _cpu(pid)
+            frame.write.format("noop").mode("overwrite").save()
+            line = (
+                f"  frame {number}: {time.perf_counter() - start:6.2f} s "
+                f"{_cpu(pid) - cpu:6.2f} cpu-s"
+            )
+            kinds = sorted({row[0] for row in frame.select("kind").distinct().collect()})
+            del log[-1]  # the query naming the kinds is not the frame's cost
+            log.append(f"{line} {kinds}")
+        return original(self, q, frames, valid, facts)
+
+    checker._Checker._collected = collected  # type: ignore[method-assign]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("history")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--frames", action="store_true")
+    args = parser.parse_args(argv)
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    from harness.spark import check_parquet, spark_session
+
+    spark = spark_session("local[2]", shuffle_partitions=8, driver_memory="8g")
+    pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
+    log: list[str] = []
+    for name in ("collect", "localCheckpoint", "toLocalIterator", "count", "take", "first"):
+        _timed(DataFrame, name, pid, log)
+    if args.frames:
+        _split_frames(pid, log)
+    with tempfile.TemporaryDirectory() as scratch:
+        warm = Path(scratch) / "warmup.parquet"
+        generate_history(warm, records=40_000, plan=Plan(lost=3, duplicated=3))
+        check_parquet(warm, Guarantee.EXACTLY_ONCE, spark=spark)
+    print("load average at start (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
+    for _ in range(args.repeat):
+        log.clear()
+        start, cpu = time.perf_counter(), _cpu(pid)
+        result = check_parquet(args.history, Guarantee.EXACTLY_ONCE, spark=spark)
+        elapsed = time.perf_counter() - start
+        print(
+            f"check: {elapsed:.1f} s, driver JVM {_cpu(pid) - cpu:.1f} cpu-s, "
+            f"{result.jobs} Spark jobs, status {result.status.value}"
+        )
+        print("\n".join(log))
+    print("load average at end (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
