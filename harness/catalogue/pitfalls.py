@@ -25,6 +25,7 @@ its bug needs to the search; ``needs`` only documents it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Literal
 
 from harness.catalogue.subject import Subject
 from harness.catalogue.toys import skip_done_outputs
@@ -539,7 +540,7 @@ def truncate_to_committed_offset(ctx: Context) -> None:
 # -- 17. and 18. an upstream that resends records under their ids ----------------------------
 
 
-def _transact_each(ctx: Context, *, dedup: str) -> None:
+def _transact_each(ctx: Context, *, dedup: Literal["none", "memory", "table"]) -> None:
     """Each record's output and offset in one fenced transaction (exactly-once per input
     position); ``dedup`` says how record ids already done are skipped: ``"none"``, in
     ``"memory"`` (this instance's), or in the ``seen`` table, in the same transaction."""
@@ -547,11 +548,12 @@ def _transact_each(ctx: Context, *, dedup: str) -> None:
     seen: set[str] = set()
     for record in ctx.read(P, ctx.offsets.get(P)):
         txn = ctx.transaction()
-        done = (
-            record.record_id in seen
-            if dedup == "memory"
-            else dedup == "table" and txn.get("seen", record.record_id) is not None
-        )
+        if dedup == "memory":
+            done = record.record_id in seen
+        elif dedup == "table":
+            done = txn.get("seen", record.record_id) is not None
+        else:
+            done = False
         if not done:
             txn.emit("out", record)
             if dedup == "table":

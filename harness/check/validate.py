@@ -256,7 +256,7 @@ def _check_append(
 def _check_appended(
     event: Event,
     where: str,
-    appended: Mapping[str, tuple[Event, set[tuple[str, int]]]],
+    appended: _Appended,
     problems: _Problems,
 ) -> bool:
     assert event.record_id is not None

@@ -116,7 +116,8 @@ class World:
             p: self.logs[p].open_reader(DLSN.INITIAL) for p in self.partitions
         }
         self._next_record = 0
-        # every record id appended, with what the upstream would write again for it
+        # every record id appended, with what the upstream would write again for it (kept
+        # only when the topology's upstream resends)
         self._inputs: dict[str, _Input] = {}
         self._txid: dict[str, int] = dict.fromkeys(self.logs, 0)
         self.next_output_id = 0
@@ -212,13 +213,15 @@ class World:
         writer = self._producer_writer(partition)
         record = self.record
         base = len(self.dlsns[partition])
+        resends = self.topology.upstream_resends  # only an upstream that resends keeps them
         for i, (record_id, key, value, poison) in enumerate(records):
             if stop is not None and i & 1023 == 1023 and stop():
                 ack = False
                 break
             payload = encode_input(record_id, key, value, poison=poison)
             writer.write(LogRecord(self.next_txid(partition), payload))
-            self._inputs.setdefault(record_id, (record_id, key, value, poison))
+            if resends:
+                self._inputs.setdefault(record_id, (record_id, key, value, poison))
             record(
                 EventKind.APPEND,
                 partition=partition,
