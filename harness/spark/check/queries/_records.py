@@ -51,8 +51,10 @@ RECORD: Final = 0
 TABLE: Final = 1
 """Grain of a table sink key's observes (``gk``: the key, ``gs``: the sink)."""
 CONTROL: Final = 2
-"""Grain of one fetch, commit, rollback, truncate or end (``gp``: its position, ``gs``: the
-detail of an end)."""
+"""Grain of one fetch, commit, rollback, truncate, end, drain, transaction abort or log-sink
+observe without a record id (``gp``: its position, ``gs``: the detail of an end): the run's
+rare events, one group each, so the run-wide counters of the summary are counted from their
+groups (:func:`_totals`), not by aggregates every event pays for."""
 REST: Final = 3
 """Grain of the other events of a run (``gp``: one of :data:`_BUCKETS` buckets)."""
 KEYED: Final = 4
@@ -251,10 +253,11 @@ def _grained(context: Context) -> DataFrame:
     log_observe = (kc == OBSERVE) & (sk.bitwiseAND(SINK_LOG) != 0)
     table_observe = (kc == OBSERVE) & (sk.bitwiseAND(SINK_TABLE) != 0)
     record = F.col("record_id").isNotNull() & (kc.isin(APPEND, ACK, READ, EMIT) | log_observe)
+    null_observe = log_observe & F.col("record_id").isNull()
     grain = (
         F.when(record, RECORD)
         .when(table_observe, TABLE)
-        .when(kc.isin(FETCH, COMMIT, ROLLBACK, TRUNCATE, END), CONTROL)
+        .when(kc.isin(*_CONTROL_KINDS) | null_observe, CONTROL)
         .otherwise(REST)
     )
     grains = F.when(record & (kc == APPEND), F.array(F.lit(RECORD), F.lit(KEYED))).otherwise(
@@ -280,8 +283,6 @@ def _grained(context: Context) -> DataFrame:
         "resent",
         "ed",
         "bad",
-        log_observe.alias("log_observe"),
-        (log_observe & F.col("record_id").isNull()).alias("null_observe"),
     )
     grain = F.col("grain")
     return events.select(
@@ -368,44 +369,18 @@ def _event_aggregates() -> list[Column]:
     ]
 
 
-_SUMS: Final = (
-    "n",
-    "bad_events",
-    "n_end",
-    "n_drain",
-    "n_abort",
-    "n_log",
-    "n_null",
-    "n_append",
-    "n_truncate",
-    "n_resent",
-)
+_CONTROL_KINDS: Final = (FETCH, COMMIT, ROLLBACK, TRUNCATE, END, DRAIN, TXN_ABORT)
 
 
 def _counters() -> list[Column]:
-    """The run-wide counters of the validator and the summary (each event counted once:
-    not in the grain of its key)."""
-    kc = F.col("kc")
-    primary = F.col("primary")
-    reading = primary & kc.isin(READ, FETCH)
+    """The per-group counters the run-wide summary needs beyond the control events' own
+    groups (each event counted once: the grain of a key counts its appends again, and
+    :func:`_totals` leaves it out)."""
     return [
-        F.count_if(primary).alias("n"),
-        F.count_if(primary & F.col("bad")).alias("bad_events"),
-        F.count_if(kc == END).alias("n_end"),
-        F.max(_when(END, "pos")).alias("end_pos"),
-        F.max_by(F.when(kc == END, F.col("ed") == _COMPLETE), _when(END, "pos")).alias(
-            "end_complete"
-        ),
-        F.count_if(kc == DRAIN).alias("n_drain"),
-        F.min(_when(DRAIN, "pos")).alias("drain_pos"),
-        F.count_if(kc == TXN_ABORT).alias("n_abort"),
-        F.count_if(F.col("log_observe")).alias("n_log"),
-        F.count_if(F.col("null_observe")).alias("n_null"),
-        F.count_if(primary & (kc == APPEND)).alias("n_append"),
-        F.count_if(kc == TRUNCATE).alias("n_truncate"),
-        F.count_if(primary & F.col("resent")).alias("n_resent"),
-        F.min(F.when(reading, F.col("process"))).alias("reader_lo"),
-        F.max(F.when(reading, F.col("process"))).alias("reader_hi"),
+        F.count(F.lit(1)).alias("n"),
+        F.count_if(F.col("bad")).alias("bad_events"),
+        F.count_if(F.col("resent")).alias("n_resent"),
+        F.min(_when(READ, "process")).alias("read_proc_lo"),
         F.max("pos").alias("t_pos"),
     ]
 
@@ -478,14 +453,42 @@ def _with_facts(grouped: DataFrame) -> DataFrame:
 
 def _totals(groups: DataFrame) -> DataFrame:
     """One row per run: the summary counters and the record totals."""
-    record = F.col("grain") == RECORD
+    grain = F.col("grain")
+    record = grain == RECORD
+    primary = grain != KEYED
+    control = grain == CONTROL
+    kind = F.col("e_kc")
+
+    def controls(code: int) -> Column:
+        return control & (kind == code)
+
+    def at(code: int) -> Column:
+        return F.when(controls(code), F.col("gp"))
+
+    fetch_process = F.when(controls(FETCH), F.col("e_proc"))
+    null_observes = F.count_if(controls(OBSERVE))
     return groups.groupBy("run").agg(
-        *[F.sum(name).alias(name) for name in _SUMS],
-        F.max("end_pos").alias("end_pos"),
-        F.max_by("end_complete", "end_pos").alias("end_complete"),
-        F.min("drain_pos").alias("drain_pos"),
-        F.min("reader_lo").alias("reader_lo"),
-        F.max("reader_hi").alias("reader_hi"),
+        F.sum(F.when(primary, F.col("n"))).alias("n"),
+        F.sum(F.when(primary, F.col("bad_events"))).alias("bad_events"),
+        F.count_if(controls(END)).alias("n_end"),
+        F.max(at(END)).alias("end_pos"),
+        F.max_by(F.when(controls(END), F.col("gs") == _COMPLETE), at(END)).alias("end_complete"),
+        F.count_if(controls(DRAIN)).alias("n_drain"),
+        F.min(at(DRAIN)).alias("drain_pos"),
+        F.count_if(controls(TXN_ABORT)).alias("n_abort"),
+        (F.coalesce(F.sum(F.when(record, F.col("obs_n"))), F.lit(0)) + null_observes).alias(
+            "n_log"
+        ),
+        null_observes.alias("n_null"),
+        F.coalesce(F.sum(F.when(record, F.col("n_app"))), F.lit(0)).alias("n_append"),
+        F.count_if(controls(TRUNCATE)).alias("n_truncate"),
+        F.coalesce(F.sum(F.when(primary, F.col("n_resent"))), F.lit(0)).alias("n_resent"),
+        F.least(F.min(F.when(record, F.col("read_proc_lo"))), F.min(fetch_process)).alias(
+            "reader_lo"
+        ),
+        F.greatest(F.max(F.when(record, F.col("read_proc"))), F.max(fetch_process)).alias(
+            "reader_hi"
+        ),
         *_record_aggregates(record),
         F.count_if(record & (F.col("read_n") > 1)).alias("multi_read"),
         F.count_if(record & (F.col("ordered_effects") > 1)).alias("crowded"),
