@@ -635,3 +635,20 @@ def test_the_public_names_exist() -> None:
     assert len(harness.spark.__all__) == len(set(harness.spark.__all__))
     for name in harness.spark.__all__:
         assert getattr(harness.spark, name) is not None
+
+
+def test_the_check_tunes_file_splits_only_while_it_runs(spark: Any, tmp_path: Path) -> None:
+    """A history is one file or few: the checker asks for a few splits per unit of
+    parallelism (so no core idles while another reads) and gives the setting back."""
+    from harness.spark.check.queries import load
+    from harness.spark.source import discover_runs
+
+    generate_history(tmp_path / "history.parquet", records=200)
+    key = "spark.sql.files.minPartitionNum"
+    before = spark.conf.get(key, None)
+    context = load(spark, discover_runs(tmp_path), 2)
+    try:
+        assert spark.conf.get(key) == str(4 * spark.sparkContext.defaultParallelism)
+    finally:
+        context.release()
+    assert spark.conf.get(key, None) == before
