@@ -103,7 +103,9 @@ class Fused:
     @property
     def facts(self) -> DataFrame:
         """One row per record (the columns of :data:`FACT_COLUMNS`)."""
-        return self.groups.where(F.col("grain") == RECORD).select(*FACT_COLUMNS)
+        # a record's id is its group key: kept once in the cache, named here
+        columns = [F.col("gk").alias(n) if n == "record_id" else F.col(n) for n in FACT_COLUMNS]
+        return self.groups.where(F.col("grain") == RECORD).select(*columns)
 
     def keyed(self, runs: Sequence[int]) -> DataFrame:
         """Per key of the appends of ``runs``: ``run, key, n`` (non-poison appends),
@@ -426,7 +428,6 @@ def _with_facts(grouped: DataFrame) -> DataFrame:
     )
     ordered_mask = F.coalesce(F.col("ordered_mask"), F.lit(0).cast(_LONG))
     derived = {
-        "record_id": F.col("gk"),
         "parts": parts,
         "poison": poison,
         "below": below.cast(_LONG),
