@@ -122,7 +122,9 @@ def _grouped(spark: Any, path: str) -> float:
 
     frame = spark.read.parquet(path).where(F.col("record_id").isNotNull())
     start = time.perf_counter()
-    frame.groupBy("record_id").count().select(F.sum("count")).collect()
+    # every group written to the no-op sink: summing the counts instead lets the optimizer
+    # drop the grouping (it becomes a bare count of the rows)
+    frame.groupBy("record_id").count().write.format("noop").mode("overwrite").save()
     return time.perf_counter() - start
 
 
