@@ -60,7 +60,9 @@ REST: Final = 3
 KEYED: Final = 4
 """Grain of the appends of a key (``gk``), each append counted once more here."""
 _BUCKETS: Final = 64
-_KEYS: Final = ("run", "grain", "gk", "gs", "gp")
+_KEYS: Final = ("run", "grain", "gk", "gs", "gp", "e_kc", "e_pno", "e_off", "e_proc")
+"""The group keys: a rare event's own fields (``e_*``, null in the other grains) are keys of
+its group, which holds it alone, rather than aggregates every event would pay for."""
 _COMPLETE: Final = EndDetail.COMPLETE.value
 _PARTS: Final = "greatest(cast(1 as bigint), parts_max)"
 """A record's expected parts: ``max(1, parts of its emits)``."""
@@ -249,7 +251,7 @@ def _summary(row: Any, end_detail: str | None) -> Summary:
 
 def _grained(context: Context) -> DataFrame:
     """Every event with its grain and group keys, and only the columns the groups need;
-    each append also once more in the grain of its key (``primary`` false)."""
+    each append also once more in the grain of its key."""
     kc = F.col("kc")
     sk = F.col("sk")
     log_observe = (kc == OBSERVE) & (sk.bitwiseAND(SINK_LOG) != 0)
@@ -299,8 +301,8 @@ def _grained(context: Context) -> DataFrame:
         .when(grain == REST, F.col("pos") % _BUCKETS)
         .alias("gp"),
         F.when((grain == RECORD) & (kc == OBSERVE), F.col("part")).alias("opart"),
+        *[F.when(grain == CONTROL, F.col(c)).alias(f"e_{n}") for n, c in _OWN.items()],
         ((grain == RECORD) & (kc == OBSERVE) & (sk.bitwiseAND(SINK_ORDERED) != 0)).alias("ordered"),
-        (grain != KEYED).alias("primary"),
     )
 
 
@@ -364,13 +366,11 @@ def _event_aggregates() -> list[Column]:
         F.max_by(F.col("value"), pos).alias("t_value"),
         F.count_if((kc == APPEND) & ~poison).alias("k_n"),
         F.sum(F.when((kc == APPEND) & ~poison, F.col("value"))).alias("k_sum"),
-        F.max("kc").alias("e_kc"),
-        F.max("pno").alias("e_pno"),
-        F.max("offset").alias("e_off"),
-        F.max("process").alias("e_proc"),
     ]
 
 
+_OWN: Final = {"kc": "kc", "pno": "pno", "off": "offset", "proc": "process"}
+"""The fields of a rare event its group keeps (as ``e_<name>``)."""
 _CONTROL_KINDS: Final = (FETCH, COMMIT, ROLLBACK, TRUNCATE, END, DRAIN, TXN_ABORT)
 
 
