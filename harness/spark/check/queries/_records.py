@@ -3,11 +3,13 @@ by record, producing every count the verdict needs (internal).
 
 :func:`fused` groups every event by what it belongs to, its *grain*: a record
 (``append``, ``ack``, ``read``, ``emit`` and log-sink ``observe`` events with a record id),
-a key of a table sink (its ``observe`` events), a partition event the partition pass needs
-(``fetch``, ``commit``, ``rollback``, ``truncate``, one row each) or the rest of its run
-(spread over a few buckets). Each group carries the counters of the validator's run-wide
-rules (events, malformed events, ends, drains, appends, ...) next to its own facts, so one
-aggregation over the groups, run by run, gives the :class:`Summary` of each run and the
+a key of a table sink (its ``observe`` events), a rare event (``fetch``, ``commit``,
+``rollback``, ``truncate``, ``end``, ``drain``, ``txn-abort`` or a log-sink ``observe``
+without a record id: one group each, its fields as group keys) or the rest of its run
+(spread over a few buckets). Each group carries a few counters (events, malformed events,
+resends) next to its own facts; the other run-wide counters of the validator (ends, drains,
+appends, ...) are counted from the rare events' groups, so one aggregation over the groups,
+run by run, gives the :class:`Summary` of each run and the
 record-level totals (lost effects, copies, unexpected outputs, the validator's certificate)
 in the same job that caches the groups for the queries that follow (witnesses, the
 partition pass, table aggregates), which read the cache, not the files.
