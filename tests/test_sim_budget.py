@@ -24,6 +24,7 @@ import pytest
 
 from harness.catalogue.toys import process_then_commit
 from harness.check import Guarantee, Status
+from harness.check.wording import NO_DRAIN_REASON
 from harness.errors import ConfigError
 from harness.faults import Crash, Produce, Run, Schedule, Tick
 from harness.history import EventKind, History
@@ -196,7 +197,11 @@ def test_a_processor_that_never_calls_ctx_again_is_stopped_by_the_time_budget(
         "incomplete: over the run budget (1000000 calls, 0.05 s): the time budget ran out"
     )
     assert "; last fault point: " in _end(history)
-    assert verdict.reasons == (_end(history),)
+    # on a loaded machine the 0.05 s can run out before the schedule ends and the drain
+    # starts: the run then also has no drain phase, and the verdict says so second
+    drained = any(event.kind is EventKind.DRAIN for event in history.events)
+    expected = (_end(history),) if drained else (_end(history), NO_DRAIN_REASON)
+    assert verdict.reasons == expected
     assert signal.getsignal(signal.SIGALRM) is alarm  # the watchdog put everything back
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
