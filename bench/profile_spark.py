@@ -1,6 +1,6 @@
 """Where the Spark checker's time goes: every Spark action it runs, timed, with its caller.
 
-    python bench/profile_spark.py HISTORY.parquet [--repeat 2] [--frames]
+    python bench/profile_spark.py HISTORY.parquet [--repeat 2] [--frames] [--stages]
 
 Starts a ``local[2]`` session (8 shuffle partitions, 8g heap, as ``bench_spark.py``), checks
 a small generated history untimed (JVM start and JIT), then checks ``HISTORY`` (e.g. the file
@@ -10,13 +10,18 @@ a small generated history untimed (JVM start and JIT), then checks ``HISTORY`` (
 functions that ran it. ``--frames`` also computes each occurrence frame of the ranking query
 on its own first (a no-op write), to split that query's time by anomaly kind (each line
 names the kinds the frame found: none for a frame with no rows); the frames are then
-computed twice, so the total is inflated.
+computed twice, so the total is inflated. ``--stages`` also prints every Spark stage of the
+check from Spark's event log: when it started (seconds into the check), its tasks, wall
+seconds, task seconds (summed over tasks) and the shuffle records it wrote and read, which
+splits an action into its map and reduce sides.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -76,17 +81,69 @@ def _split_frames(pid: int, log: list[str]) -> None:
     checker._Checker._collected = collected  # type: ignore[method-assign]
 
 
+def _stages(events: Path, since_ms: float) -> list[str]:
+    """One line per Spark stage completed after ``since_ms`` (epoch milliseconds), in start
+    order, from the uncompressed event logs under ``events``."""
+    found = []
+    for log in sorted(events.rglob("*")):
+        if not log.is_file():
+            continue
+        with log.open(encoding="utf-8") as lines:
+            for line in lines:
+                if '"SparkListenerStageCompleted"' not in line:
+                    continue
+                try:
+                    event = json.loads(line)
+                except ValueError:  # a line Spark is still writing
+                    continue
+                if event.get("Event") != "SparkListenerStageCompleted":
+                    continue
+                info = event["Stage Info"]
+                start = info.get("Submission Time", 0)
+                if start < since_ms:
+                    continue
+                metrics = {a["Name"]: a.get("Value") for a in info.get("Accumulables", [])}
+
+                def metric(name: str, metrics: dict[str, Any] = metrics) -> int:
+                    return int(metrics.get(f"internal.metrics.{name}") or 0)
+
+                found.append(
+                    (
+                        start,
+                        f"  stage {info['Stage ID']:4d} at {(start - since_ms) / 1000:6.1f} s: "
+                        f"{info['Number of Tasks']:3d} tasks "
+                        f"{(info['Completion Time'] - start) / 1000:6.2f} s "
+                        f"{metric('executorRunTime') / 1000:7.2f} task-s "
+                        f"shuffle rows out {metric('shuffle.write.recordsWritten'):>10,} "
+                        f"in {metric('shuffle.read.recordsRead'):>10,}  "
+                        f"{info['Stage Name'].split(' at ')[0]}",
+                    )
+                )
+    return [line for _, line in sorted(found)]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("history")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--frames", action="store_true")
+    parser.add_argument("--stages", action="store_true")
     args = parser.parse_args(argv)
     from pyspark.sql.classic.dataframe import DataFrame
 
     from harness.spark import check_parquet, spark_session
 
-    spark = spark_session("local[2]", shuffle_partitions=8, driver_memory="8g")
+    events = Path(tempfile.mkdtemp(prefix="harness-profile-events-"))
+    conf = (
+        {
+            "spark.eventLog.enabled": "true",
+            "spark.eventLog.dir": events.as_uri(),
+            "spark.eventLog.compress": "false",
+        }
+        if args.stages
+        else {}
+    )
+    spark = spark_session("local[2]", shuffle_partitions=8, driver_memory="8g", conf=conf)
     pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
     log: list[str] = []
     for name in ("collect", "localCheckpoint", "toLocalIterator", "count", "take", "first"):
@@ -100,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     print("load average at start (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
     for _ in range(args.repeat):
         log.clear()
+        since = time.time() * 1000
         start, cpu = time.perf_counter(), _cpu(pid)
         result = check_parquet(args.history, Guarantee.EXACTLY_ONCE, spark=spark)
         elapsed = time.perf_counter() - start
@@ -108,7 +166,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{result.jobs} Spark jobs, status {result.status.value}"
         )
         print("\n".join(log))
+        if args.stages:
+            # the event log is written by Spark's listener bus, after the jobs end
+            spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(60_000)
+            print("\n".join(_stages(events, since)))
     print("load average at end (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
+    shutil.rmtree(events, ignore_errors=True)
     return 0
 
 
