@@ -438,12 +438,15 @@ class _Checker:
             )
         ]
         if with_tables:
-            # the fused pass counted each key's appends; runs with appended records never
-            # acknowledged count their acknowledged inputs from the appends instead
+            # runs with appended records never acknowledged leave those out of their keys
             slow = [n for n in with_tables if fused.totals[n]["unacked_inputs"]]
             fast = [n for n in with_tables if n not in slow]
             keyed = q.union_all(
-                ([fused.keyed(fast)] if fast else [])
+                (
+                    [q.inputs_per_key(self.context, facts, fast, all_acknowledged=True)]
+                    if fast
+                    else []
+                )
                 + ([q.inputs_per_key(self.context, facts, slow)] if slow else [])
             )
             wrong = q.count_mismatches(self.context, facts, fused.tables, with_tables, keyed)

@@ -552,12 +552,22 @@ def _sides(
     return expected, tables.where(wanted)
 
 
-def inputs_per_key(context: Context, facts: DataFrame, runs: Sequence[int]) -> DataFrame:
-    """The acknowledged inputs of each key (``run, key, n, total``), from the appends."""
-    return (
-        _inputs(context, facts, runs)
-        .groupBy("run", "key")
-        .agg(F.count(F.lit(1)).alias("n"), F.sum("value").alias("total"))
+def inputs_per_key(
+    context: Context, facts: DataFrame, runs: Sequence[int], *, all_acknowledged: bool = False
+) -> DataFrame:
+    """The acknowledged inputs of each key (``run, key, n, total``), from the appends.
+    ``all_acknowledged``: the fused pass found no non-poison record of ``runs`` appended
+    and never acknowledged (their ``unacked_inputs`` is 0), so the key's non-poison appends
+    are its acknowledged inputs (one scan of the appends, no join with the facts)."""
+    if all_acknowledged:
+        inputs = context.events.where(
+            F.col("run").isin(*runs) & (F.col("kc") == APPEND) & ~F.col("poison")
+        )
+    else:
+        inputs = _inputs(context, facts, runs)
+    return inputs.groupBy("run", "key").agg(
+        F.count(F.lit(1)).alias("n"),
+        F.coalesce(F.sum("value"), F.lit(0).cast(_LONG)).alias("total"),
     )
 
 

@@ -9,10 +9,15 @@ without a record id: one group each, its fields as group keys) or the rest of it
 (spread over a few buckets). Each group carries a few counters (events, malformed events,
 resends) next to its own facts; the other run-wide counters of the validator (ends, drains,
 appends, ...) are counted from the rare events' groups, so one aggregation over the groups,
-run by run, gives the :class:`Summary` of each run and the
-record-level totals (lost effects, copies, unexpected outputs, the validator's certificate)
-in the same job that caches the groups for the queries that follow (witnesses, the
-partition pass, table aggregates), which read the cache, not the files.
+run by run, gives the :class:`Summary` of each run and the record-level totals (lost
+effects, copies, unexpected outputs, the validator's certificate) in the same job that
+caches the groups for the queries that follow (witnesses, the partition pass, table
+aggregates), which read the cache, not the files.
+
+Every event pays for every aggregate, so the facts only table or ordered sinks need are
+aggregated only when some run declares such a sink (:class:`Needs`), and the inputs of each
+key of an aggregated table are counted by their own query
+(:func:`~harness.spark.check.queries.inputs_per_key`), not by a second row for every append.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any, Final
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from harness.history.events import EndDetail
+from harness.history.events import EndDetail, SinkKind
 from harness.spark.check.queries._load import (
     _BITS,
     _LONG,
@@ -59,12 +64,14 @@ rare events, one group each, so the run-wide counters of the summary are counted
 groups (:func:`_totals`), not by aggregates every event pays for."""
 REST: Final = 3
 """Grain of the other events of a run (``gp``: one of :data:`_BUCKETS` buckets)."""
-KEYED: Final = 4
-"""Grain of the appends of a key (``gk``), each append counted once more here."""
 _BUCKETS: Final = 64
-_KEYS: Final = ("run", "grain", "gk", "gs", "gp", "e_kc", "e_pno", "e_off", "e_proc")
-"""The group keys: a rare event's own fields (``e_*``, null in the other grains) are keys of
-its group, which holds it alone, rather than aggregates every event would pay for."""
+_KEYS: Final = ("run", "grain", "gk", "gp", "own")
+"""The group keys. ``own`` holds ``gs`` and a rare event's own fields (``e_*``), null in the
+record and other grains: they are keys of its group, which holds it alone, rather than
+aggregates every event would pay for; one struct rather than five columns, because Spark's
+generated code passes each column of an operator's input as a parameter (two when it can be
+null), and HotSpot's optimizing compiler declines methods with that many (``COMPILE SKIPPED:
+unsupported calling sequence``, measured in docs/spark.md)."""
 _COMPLETE: Final = EndDetail.COMPLETE.value
 _PARTS: Final = "greatest(cast(1 as bigint), parts_max)"
 """A record's expected parts: ``max(1, parts of its emits)``."""
@@ -93,6 +100,25 @@ class Summary:
 
 
 @dataclass(frozen=True, slots=True)
+class Needs:
+    """Which facts beyond the record rules' the runs' sinks need (see :func:`needs`)."""
+
+    tables: bool
+    """Some run has a table sink with an aggregate (the last value of each key)."""
+    ordered: bool
+    """Some run has an ordered log sink (a record's first observe and parts there)."""
+
+
+def needs(context: Context) -> Needs:
+    """What the sinks of ``context``'s runs need from the fused pass."""
+    sinks = [spec for run in context.runs for spec in run.meta.sinks.values()]
+    return Needs(
+        tables=any(s.kind is SinkKind.TABLE and s.aggregate is not None for s in sinks),
+        ordered=any(s.kind is SinkKind.LOG and s.ordered for s in sinks),
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class Fused:
     """What :func:`fused` gives: each run's :class:`Summary` and record totals (a row with
     ``bad, acknowledged, expected_effects, duplicates, lost, unknown, unexpected`` and
@@ -111,22 +137,10 @@ class Fused:
         columns = [F.col("gk").alias(n) if n == "record_id" else F.col(n) for n in FACT_COLUMNS]
         return self.groups.where(F.col("grain") == RECORD).select(*columns)
 
-    def keyed(self, runs: Sequence[int]) -> DataFrame:
-        """Per key of the appends of ``runs``: ``run, key, n`` (non-poison appends),
-        ``total`` (their values); the acknowledged inputs of a key when the run's
-        ``unacked_inputs`` is 0 (no non-poison record is appended and never acknowledged)."""
-        return self.groups.where(
-            F.col("run").isin(*runs) & (F.col("grain") == KEYED) & (F.col("k_n") > 0)
-        ).select(
-            "run",
-            F.col("gk").alias("key"),
-            F.col("k_n").alias("n"),
-            F.coalesce(F.col("k_sum"), F.lit(0).cast(_LONG)).alias("total"),
-        )
-
     @property
     def tables(self) -> DataFrame:
-        """The last value of every key of every table sink: ``run, sink, key, value, pos``."""
+        """The last value of every key of every table sink: ``run, sink, key, value, pos``
+        (values only when some run has a table sink with an aggregate: :class:`Needs`)."""
         return self.groups.where(F.col("grain") == TABLE).select(
             "run",
             F.col("gs").alias("sink"),
@@ -211,7 +225,7 @@ def fused(context: Context) -> Fused:
     """The fused pass over every run (one scan, one shuffle, one query collecting a row per
     run, and a small one for the detail of a last ``end`` that is not ``complete``); the
     groups stay cached for the later queries, until :meth:`Context.release`."""
-    groups = context.cache(_groups(context))
+    groups = context.cache(_groups(context, needs(context)))
     rows = {int(row["run"]): row for row in _totals(groups).collect()}
     # the detail of a run's last end: "complete" from the totals, any other read back
     ends = [row["end_pos"] for row in rows.values() if row["end_complete"] is False]
@@ -252,8 +266,7 @@ def _summary(row: Any, end_detail: str | None) -> Summary:
 
 
 def _grained(context: Context) -> DataFrame:
-    """Every event with its grain and group keys, and only the columns the groups need;
-    each append also once more in the grain of its key."""
+    """Every event with its grain and group keys, and only the columns the groups need."""
     kc = F.col("kc")
     sk = F.col("sk")
     log_observe = (kc == OBSERVE) & (sk.bitwiseAND(SINK_LOG) != 0)
@@ -266,12 +279,9 @@ def _grained(context: Context) -> DataFrame:
         .when(kc.isin(*_CONTROL_KINDS) | null_observe, CONTROL)
         .otherwise(REST)
     )
-    grains = F.when(record & (kc == APPEND), F.array(F.lit(RECORD), F.lit(KEYED))).otherwise(
-        F.array(grain)
-    )
     events = context.events.select(
         "run",
-        F.explode(grains).alias("grain"),
+        grain.alias("grain"),
         "pos",
         "kc",
         "pno",
@@ -293,26 +303,35 @@ def _grained(context: Context) -> DataFrame:
     grain = F.col("grain")
     return events.select(
         "*",
-        F.when(grain == RECORD, F.col("record_id"))
-        .when(grain.isin(TABLE, KEYED), F.col("key"))
-        .alias("gk"),
-        F.when(grain == TABLE, F.col("sink"))
-        .when((grain == CONTROL) & (kc == END), F.col("ed"))
-        .alias("gs"),
+        F.when(grain == RECORD, F.col("record_id")).when(grain == TABLE, F.col("key")).alias("gk"),
         F.when(grain == CONTROL, F.col("pos"))
         .when(grain == REST, F.col("pos") % _BUCKETS)
         .alias("gp"),
+        F.when(
+            grain.isin(TABLE, CONTROL),
+            F.struct(
+                F.when(grain == TABLE, F.col("sink"))
+                .when((grain == CONTROL) & (kc == END), F.col("ed"))
+                .alias("gs"),
+                *[F.when(grain == CONTROL, F.col(c)).alias(f"e_{n}") for n, c in _OWN.items()],
+            ),
+        ).alias("own"),
         F.when((grain == RECORD) & (kc == OBSERVE), F.col("part")).alias("opart"),
-        *[F.when(grain == CONTROL, F.col(c)).alias(f"e_{n}") for n, c in _OWN.items()],
         ((grain == RECORD) & (kc == OBSERVE) & (sk.bitwiseAND(SINK_ORDERED) != 0)).alias("ordered"),
     )
 
 
-def _groups(context: Context) -> DataFrame:
+def _groups(context: Context, needs: Needs) -> DataFrame:
     """The groups of every grain, with their record facts and run counters: one hash
-    aggregation, partial before the shuffle (which folds a key's appends and a run's other
-    events map-side) and final after it."""
-    grouped = _grained(context).groupBy(*_KEYS).agg(*_event_aggregates(), *_counters())
+    aggregation, partial before the shuffle (which folds a run's other events map-side) and
+    final after it."""
+    grouped = (
+        _grained(context)
+        .groupBy(*_KEYS)
+        .agg(*_event_aggregates(needs), *_counters())
+        .select("*", "own.*", *_unneeded(needs))
+        .drop("own")
+    )
     return _with_facts(grouped)
 
 
@@ -328,15 +347,15 @@ def _bit(condition: Column) -> Column:
     )
 
 
-def _event_aggregates() -> list[Column]:
-    """Per group, the facts of its events."""
+def _event_aggregates(needs: Needs) -> list[Column]:
+    """Per group, the facts of its events (those of table and ordered sinks only if
+    ``needs`` says some run has such a sink)."""
     kc = F.col("kc")
     pos = F.col("pos")
     matched = kc.isin(ACK, READ)
     observed = F.col("opart").isNotNull()
     ordered = F.col("ordered")
-    poison = F.col("poison")
-    return [
+    facts = [
         F.count_if(kc == APPEND).alias("n_app"),
         F.min(_when(APPEND, "pos")).alias("app_pos"),
         F.max(_when(APPEND, "pno")).alias("app_pno"),
@@ -362,13 +381,31 @@ def _event_aggregates() -> list[Column]:
         F.count_if(kc == OBSERVE).alias("obs_n"),
         F.bit_or(_bit(observed)).alias("omask"),
         F.max("opart").alias("omax"),
-        F.min(F.when(ordered, pos)).alias("ordered_first"),
-        F.bit_or(_bit(ordered)).alias("ordered_mask"),
-        F.count_if(ordered & (F.col("opart") >= _BITS)).alias("ordered_big"),
-        F.max_by(F.col("value"), pos).alias("t_value"),
-        F.count_if((kc == APPEND) & ~poison).alias("k_n"),
-        F.sum(F.when((kc == APPEND) & ~poison, F.col("value"))).alias("k_sum"),
     ]
+    if needs.ordered:
+        facts += [
+            F.min(F.when(ordered, pos)).alias("ordered_first"),
+            F.bit_or(_bit(ordered)).alias("ordered_mask"),
+            F.count_if(ordered & (F.col("opart") >= _BITS)).alias("ordered_big"),
+        ]
+    if needs.tables:
+        facts.append(F.max_by(F.col("value"), pos).alias("t_value"))
+    return facts
+
+
+def _unneeded(needs: Needs) -> list[Column]:
+    """The facts :func:`_event_aggregates` leaves out, as the values they would have."""
+    none = F.lit(None).cast(_LONG)
+    columns = []
+    if not needs.ordered:
+        columns += [
+            none.alias("ordered_first"),
+            none.alias("ordered_mask"),
+            F.lit(0).cast(_LONG).alias("ordered_big"),
+        ]
+    if not needs.tables:
+        columns.append(none.alias("t_value"))
+    return columns
 
 
 _OWN: Final = {"kc": "kc", "pno": "pno", "off": "offset", "proc": "process"}
@@ -378,8 +415,7 @@ _CONTROL_KINDS: Final = (FETCH, COMMIT, ROLLBACK, TRUNCATE, END, DRAIN, TXN_ABOR
 
 def _counters() -> list[Column]:
     """The per-group counters the run-wide summary needs beyond the control events' own
-    groups (each event counted once: the grain of a key counts its appends again, and
-    :func:`_totals` leaves it out)."""
+    groups (each event is in one group)."""
     return [
         F.count(F.lit(1)).alias("n"),
         F.count_if(F.col("bad")).alias("bad_events"),
@@ -458,7 +494,6 @@ def _totals(groups: DataFrame) -> DataFrame:
     """One row per run: the summary counters and the record totals."""
     grain = F.col("grain")
     record = grain == RECORD
-    primary = grain != KEYED
     control = grain == CONTROL
     kind = F.col("e_kc")
 
@@ -471,8 +506,8 @@ def _totals(groups: DataFrame) -> DataFrame:
     fetch_process = F.when(controls(FETCH), F.col("e_proc"))
     null_observes = F.count_if(controls(OBSERVE))
     return groups.groupBy("run").agg(
-        F.sum(F.when(primary, F.col("n"))).alias("n"),
-        F.sum(F.when(primary, F.col("bad_events"))).alias("bad_events"),
+        F.sum("n").alias("n"),
+        F.sum("bad_events").alias("bad_events"),
         F.count_if(controls(END)).alias("n_end"),
         F.max(at(END)).alias("end_pos"),
         F.max_by(F.when(controls(END), F.col("gs") == _COMPLETE), at(END)).alias("end_complete"),
@@ -485,7 +520,7 @@ def _totals(groups: DataFrame) -> DataFrame:
         null_observes.alias("n_null"),
         F.coalesce(F.sum(F.when(record, F.col("n_app"))), F.lit(0)).alias("n_append"),
         F.count_if(controls(TRUNCATE)).alias("n_truncate"),
-        F.coalesce(F.sum(F.when(primary, F.col("n_resent"))), F.lit(0)).alias("n_resent"),
+        F.coalesce(F.sum("n_resent"), F.lit(0)).alias("n_resent"),
         F.least(F.min(F.when(record, F.col("read_proc_lo"))), F.min(fetch_process)).alias(
             "reader_lo"
         ),
