@@ -171,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(60_000)
             print("\n".join(_stages(events, since)))
     print("load average at end (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
+    spark.stop()  # before its event log goes
     shutil.rmtree(events, ignore_errors=True)
     return 0
 
