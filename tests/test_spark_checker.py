@@ -156,12 +156,13 @@ def test_runs_without_ordered_or_aggregated_sinks_are_judged_alike_without_those
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fused pass aggregates the facts of ordered sinks and table aggregates only when
-    some run of the source has such a sink: the drawn histories with every sink plain are
+    some run of the source has such a sink: the parity test's histories with every sink plain are
     judged by both checkers alike, and by the Spark checker as when it aggregates them."""
     from harness.spark import analyze_parquet
     from harness.spark.check.queries import _records
 
-    runs = [plain_sinks(history) for history in drawn(histories(), 120)]
+    # the histories of the parity test above, which hold every kind (with their sinks)
+    runs = [plain_sinks(history) for history in drawn(histories(), 170)]
     stored = write_runs(tmp_path / "plain", runs)
     verdicts = [check(history, EO) for history in stored.values()]
     assert {AnomalyKind.LOST, AnomalyKind.DUPLICATE} <= {
