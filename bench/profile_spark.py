@@ -102,20 +102,25 @@ def _stages(events: Path, since_ms: float) -> list[str]:
                 start = info.get("Submission Time", 0)
                 if start < since_ms:
                     continue
-                metrics = {a["Name"]: a.get("Value") for a in info.get("Accumulables", [])}
+                values = {a["Name"]: a.get("Value") for a in info.get("Accumulables", [])}
 
-                def metric(name: str, metrics: dict[str, Any] = metrics) -> int:
-                    return int(metrics.get(f"internal.metrics.{name}") or 0)
-
+                task_ms, rows_out, rows_in = (
+                    int(values.get(f"internal.metrics.{name}") or 0)
+                    for name in (
+                        "executorRunTime",
+                        "shuffle.write.recordsWritten",
+                        "shuffle.read.recordsRead",
+                    )
+                )
                 found.append(
                     (
                         start,
                         f"  stage {info['Stage ID']:4d} at {(start - since_ms) / 1000:6.1f} s: "
                         f"{info['Number of Tasks']:3d} tasks "
                         f"{(info['Completion Time'] - start) / 1000:6.2f} s "
-                        f"{metric('executorRunTime') / 1000:7.2f} task-s "
-                        f"shuffle rows out {metric('shuffle.write.recordsWritten'):>10,} "
-                        f"in {metric('shuffle.read.recordsRead'):>10,}  "
+                        f"{task_ms / 1000:7.2f} task-s "
+                        f"shuffle rows out {rows_out:>10,} "
+                        f"in {rows_in:>10,}  "
                         f"{info['Stage Name'].split(' at ')[0]}",
                     )
                 )
