@@ -16,9 +16,11 @@ import inspect
 import json
 import os
 import shlex
+import signal
 import sys
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn
@@ -36,6 +38,7 @@ from harness.rerun import rerun
 from harness.search.coverage import Coverage
 from harness.search.systematic import Plan, coverage, plan
 from harness.sim.budget import RunBudget, run_budget
+from harness.sim.exits import Guard, ProcessExit
 from harness.sim.simulator import Processor, processor_path, simulate
 from harness.sim.topology import Topology
 from harness.sim.world import BACKENDS, Backend
@@ -166,7 +169,7 @@ def load_processor(path: str, file: str | None = None) -> Processor:
             # a script's processor: its module is whatever script runs the replay, so it
             # can only be found through the file it was defined in
             raise ImportError("a processor defined in a script run as __main__")
-        module = importlib.import_module(module_name)
+        module = _guarded(module_name, lambda: importlib.import_module(module_name))
     except ImportError as exc:
         if not isinstance(file, str) or not file.endswith(".py") or not _is_file(file):
             raise ConfigError(
@@ -175,8 +178,6 @@ def load_processor(path: str, file: str | None = None) -> Processor:
                 + ("" if file is None else f"; its processor_file {shown(file)} is no .py file")
             ) from None
         module = _load_file(module_name, file)
-    except Exception as exc:  # the user's module failed while it was imported
-        raise _import_failed(module_name, exc) from None
     obj: Any = module
     for part in qualname.split("."):
         try:
@@ -205,18 +206,52 @@ def _load_file(module_name: str, file: str) -> Any:
         raise ConfigError(f"processor_file {shown(file)} cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[loaded_name] = module
+    loader = spec.loader
     try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
+        _guarded(file, lambda: loader.exec_module(module))
+    except BaseException:
         del sys.modules[loaded_name]
-        raise _import_failed(file, exc) from None
+        raise
     return module
 
 
-def _import_failed(source: str, exc: Exception) -> ConfigError:
+def _guarded(source: str, load: Callable[[], Any]) -> Any:
+    """``load()`` (the import of a processor's module) with no way out: whatever it raises
+    but an ``ImportError`` (``SystemExit``, its own ``KeyboardInterrupt``...) or tries
+    (``os._exit``, a signal to itself: :mod:`harness.sim.exits`) is a ``ConfigError`` naming
+    the module. A real Ctrl-C meanwhile still interrupts."""
+    interrupted: list[int] = []
+
+    def on_sigint(signum: int, frame: object) -> None:
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    owns = (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
+    if owns:
+        signal.signal(signal.SIGINT, on_sigint)
+    try:
+        with Guard(lambda what: None, frozenset({signal.SIGINT}) if owns else frozenset()):
+            return load()
+    except ImportError:
+        raise
+    except ProcessExit as exc:
+        raise _import_failed(source, f"it tried to end the process: it {exc.what}") from None
+    except BaseException as exc:  # the user's module failed while it was imported
+        if isinstance(exc, KeyboardInterrupt) and (interrupted or not owns):
+            raise  # a real Ctrl-C (or one that cannot be told from it)
+        raise _import_failed(source, describe_exception(exc)) from None
+    finally:
+        if owns:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _import_failed(source: str, what: str) -> ConfigError:
     return ConfigError(
-        f"importing the processor's module {shown(source)} failed: {describe_exception(exc)}; "
-        "fix that module (run it with python to see the traceback)"
+        f"importing the processor's module {shown(source)} failed: {what}; fix that module "
+        "(run it with python to see the traceback)"
     )
 
 

@@ -38,6 +38,7 @@ from harness._budget import (
     RunBudget,
     run_budget,
 )
+from harness.sim.exits import real_getitimer, real_getsignal, real_setitimer, real_signal
 
 __all__ = [
     "DEFAULT_RUN_BUDGET",
@@ -105,15 +106,16 @@ class Watchdog:
         self._started = time.monotonic()
         in_main = threading.current_thread() is threading.main_thread()
         if in_main and hasattr(signal, "setitimer"):
-            old_handler = signal.signal(signal.SIGALRM, self._alarm)
-            old_timer = signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            old_handler = real_signal(signal.SIGALRM, self._alarm)
+            old_timer = real_setitimer(signal.ITIMER_REAL, self.seconds)
             self._saved = [old_handler, old_timer]
+            _BACKSTOP.watch(self, self._started + self.seconds)
         else:
             self._thread = threading.Timer(self.seconds, self._expire)
             self._thread.daemon = True
             self._thread.start()
         if in_main and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            signal.signal(signal.SIGINT, self._interrupt)
+            real_signal(signal.SIGINT, self._interrupt)
             self.owns_sigint = True
         return self
 
@@ -123,17 +125,24 @@ class Watchdog:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        _BACKSTOP.forget(self)  # before the handler goes: no alarm may reach the old one
         if self.owns_sigint:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            real_signal(signal.SIGINT, signal.default_int_handler)
         if self._thread is not None:
             self._thread.cancel()
         if self._saved:
             old_handler, (delay, interval) = self._saved
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old_handler)
+            real_setitimer(signal.ITIMER_REAL, 0)
+            real_signal(signal.SIGALRM, old_handler)
             if delay > 0:  # someone else's timer was pending: give it back what is left
                 left = delay - (time.monotonic() - self._started)
-                signal.setitimer(signal.ITIMER_REAL, max(left, 0.001), interval)
+                real_setitimer(signal.ITIMER_REAL, max(left, 0.001), interval)
+
+    @property
+    def owned(self) -> frozenset[int]:
+        """The signals this watchdog owns while entered (a processor may not touch them)."""
+        owned = {signal.SIGALRM} if self._saved else set()
+        return frozenset(owned | ({signal.SIGINT} if self.owns_sigint else set()))
 
     def _expire(self) -> None:
         self.expired = True
@@ -144,13 +153,68 @@ class Watchdog:
             return  # the simulator's own loop reads the flag
         if self._deferrals < _DEFERRALS and _inside_harness(frame, self._boundary):
             self._deferrals += 1
-            signal.setitimer(signal.ITIMER_REAL, _RETRY)
+            real_setitimer(signal.ITIMER_REAL, _RETRY)
             return
         self.stopped = True
         self.main.switch()  # leave the processor where it is, for good
+
+    def fire(self) -> bool:
+        """Whether the backstop should fire this watchdog's alarm now: its handler is in
+        place but its timer was disarmed (by code bound to ``signal.setitimer`` before the
+        run's guard, which :mod:`harness.sim.exits` could not interpose)."""
+        if real_getsignal(signal.SIGALRM) != self._alarm:
+            return False  # not ours (any more): an alarm would reach someone else's handler
+        return bool(real_getitimer(signal.ITIMER_REAL)[0] == 0)
 
     def _interrupt(self, signum: int, frame: FrameType | None) -> None:
         self.interrupted = True
         if greenlet.getcurrent() is self.main:
             raise KeyboardInterrupt
         self.main.switch()
+
+
+_GRACE: Final = 0.05
+"""Seconds past a deadline before the backstop fires an alarm the timer should have fired."""
+
+
+@final
+class _Backstop:
+    """One daemon thread for the process: past a main-thread watchdog's deadline, while the
+    run goes on with its timer disarmed, it sends ``SIGALRM`` to the main thread every
+    :data:`_GRACE` seconds, so the run stops even if the processor switched the timer off
+    behind :mod:`harness.sim.exits`'s back."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._deadlines: dict[Watchdog, float] = {}
+        self._thread: threading.Thread | None = None
+
+    def watch(self, dog: Watchdog, deadline: float) -> None:
+        with self._cond:
+            self._deadlines[dog] = deadline + _GRACE
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="harness-watchdog", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+
+    def forget(self, dog: Watchdog) -> None:
+        with self._cond:
+            self._deadlines.pop(dog, None)
+
+    def _loop(self) -> None:
+        main = threading.main_thread().ident
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                for dog, due in list(self._deadlines.items()):
+                    if due <= now:
+                        self._deadlines[dog] = now + _GRACE
+                        if main is not None and dog.fire():  # under the lock: see forget
+                            signal.pthread_kill(main, signal.SIGALRM)
+                wait = min(self._deadlines.values(), default=now + 3600) - now
+                self._cond.wait(max(wait, 0.001))
+
+
+_BACKSTOP: Final = _Backstop()

@@ -47,6 +47,7 @@ from harness.log.reader import LogReader
 from harness.log.writer import LogWriter
 from harness.sim.budget import TIME_RAN_OUT, RunBudget, Watchdog, run_budget
 from harness.sim.context import Context
+from harness.sim.exits import Guard, ProcessExit
 from harness.sim.topology import Topology
 from harness.sim.world import Backend, World
 
@@ -525,6 +526,21 @@ class Simulator:
                 return "complete"
             before = after
 
+    def _left(self, what: str) -> None:
+        """The processor tried to end the process (:mod:`harness.sim.exits`): stop the run
+        where it is, for good, and say who tried what."""
+        here = greenlet.getcurrent()
+        if self.halted is None:
+            owners = [i for i in [*self.zombies, self.active] if i is not None]
+            inst = next((i for i in owners if here in (i.greenlet, *i.timer_greenlets)), None)
+            who = "the processor" if inst is None else f"instance {inst.number}"
+            self.halted = (
+                f"incomplete: {who} {what}: a processor must not end the process (os._exit, "
+                "os.abort, exec, a signal to itself), and a run it cuts short cannot be judged"
+            )
+        if here is not self._main:
+            self._main.switch()  # leave the processor where it is, never to resume it
+
     def _stopping(self) -> bool:
         """Whether the run must stop now (the simulator's own loops ask between steps)."""
         if self.halted is None and self.watch.expired:
@@ -536,9 +552,11 @@ class Simulator:
         self._refuse_up_front(schedule)
         self._main = self.watch.main = greenlet.getcurrent()
         self._drain_start = 0
-        with self.watch:
+        with self.watch, Guard(self._left, self.watch.owned):
             try:
                 outcome = self._play(schedule)
+            except ProcessExit:  # tried where no processor greenlet could be left
+                outcome = self.halted or "interrupted"
             except BaseException as exc:
                 if not isinstance(exc, Exception) and self.halted is None:
                     self.halted = "interrupted"  # leave the instances where they are
