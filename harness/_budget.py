@@ -8,7 +8,7 @@ budgets before any engine module loads. The simulator enforces them
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, final
 
 from harness.errors import ConfigError
@@ -25,6 +25,8 @@ class RunBudget:
     """Calls into the world by every instance and timer, schedule and drain together."""
     seconds: float = 60.0
     """Wall-clock seconds for the simulation (producing input, running, draining)."""
+    cut_from: float | None = field(default=None, compare=False)
+    """The seconds the user gave, when :meth:`for_shrinking` cut them (messages quote them)."""
 
     def __post_init__(self) -> None:
         if type(self.calls) is not int or self.calls < 1:
@@ -42,15 +44,20 @@ class RunBudget:
             )
 
     def describe(self) -> str:
-        return f"{self.calls} calls, {self.seconds:g} s"
+        """``1000000 calls, 60 s`` (after a cut: ``..., 60 s; 1 s a run once one ran out``)."""
+        if self.cut_from is None:
+            return f"{self.calls} calls, {self.seconds:g} s"
+        return f"{self.calls} calls, {self.cut_from:g} s; {self.seconds:g} s a run once one ran out"
 
     def for_shrinking(self, end_detail: str | None) -> RunBudget:
         """The budget for the runs that shrink a failure whose run ended ``end_detail``: at
         most :data:`SHRINK_SECONDS` each when that run ran out of time, since a processor that
         hangs would otherwise spend the whole budget on every shrinking attempt."""
-        if end_detail is None or TIME_RAN_OUT not in end_detail:
+        if end_detail is None or TIME_RAN_OUT not in end_detail or self.cut_from is not None:
             return self
-        return RunBudget(calls=self.calls, seconds=min(self.seconds, SHRINK_SECONDS))
+        if self.seconds <= SHRINK_SECONDS:
+            return self
+        return RunBudget(self.calls, SHRINK_SECONDS, cut_from=self.seconds)
 
 
 DEFAULT_RUN_BUDGET: Final = RunBudget()

@@ -37,7 +37,7 @@ from harness.report.subject import ProcessorError
 from harness.rerun import rerun
 from harness.search.coverage import Coverage
 from harness.search.systematic import Plan, coverage, plan
-from harness.sim.budget import RunBudget, run_budget
+from harness.sim.budget import TIME_RAN_OUT, RunBudget, run_budget
 from harness.sim.exits import Guard, ProcessExit
 from harness.sim.simulator import Processor, processor_path, simulate
 from harness.sim.topology import Topology
@@ -513,6 +513,8 @@ class _Search:
             return
         # the fault points are the same on every backend: probe and plan on the fast one
         self.plan = plan(self.processor, self.topology, self.faults, budget=self.limit)
+        # a processor that hangs without faults hangs under them: a second a run is enough
+        self.limit = self.limit.for_shrinking(self.plan.ran_out)
         for planned in self.plan.schedules[:limit]:
             self.ran += 1
             self.planned_ran += 1
@@ -573,6 +575,7 @@ class _Search:
     def fail(self, schedule: Schedule, verdict: Verdict, first: int, seconds: float) -> NoReturn:
         """Shrink ``schedule`` further, save the replay file and raise the failure."""
         kinds = _failing_kinds(verdict)
+        timed_out = any(TIME_RAN_OUT in reason for reason in verdict.reasons)
 
         def still_fails(candidate: Schedule) -> bool:
             _, again = self.run(candidate)
@@ -589,6 +592,7 @@ class _Search:
             backend=self.backend,
             budget=self.limit,
             failed=True,
+            timed_out=timed_out,
         )
         history, verdict = seen.history, seen.verdict  # a flaky processor's failure says so
         covered = self.coverage()

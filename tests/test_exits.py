@@ -223,3 +223,38 @@ def test_inside_a_run_the_processor_sees_no_pending_timer_and_its_own_handler() 
     assert seen[1:] == [handler, 0, (0.0, 0.0)]
     assert signal.getsignal(signal.SIGALRM) is before
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def _hangs(ctx: Context) -> None:
+    ctx.offsets.get(P)
+    while True:
+        pass
+
+
+def test_a_processor_that_hangs_spends_the_budget_once_not_once_a_probe(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import harness._budget
+    from harness import CounterexampleFound, RunBudget, explore
+    from harness.sim import simulator
+
+    monkeypatch.setattr(harness._budget, "SHRINK_SECONDS", 0.02)  # the cut, kept small
+    budgets: list[float] = []
+    original = simulator.Simulator.__init__
+
+    def spy(self: simulator.Simulator, *args: object, **kwargs: object) -> None:
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+        budgets.append(self.budget.seconds)
+
+    monkeypatch.setattr(simulator.Simulator, "__init__", spy)
+    with pytest.raises(CounterexampleFound) as found:
+        explore(_hangs, guarantee=ALO, max_examples=20, budget=RunBudget(seconds=0.3))
+    # the first fault-free probe ran out of the user's 0.3 s; every run after it got the cut
+    assert budgets[0] == 0.3 and set(budgets[1:]) == {0.02}, budgets
+    failure = found.value.failure
+    assert failure.verdict.status is Status.UNKNOWN
+    # the reason quotes the user's budget, and says what the runs after the first one got
+    assert "over the run budget (1000000 calls, 0.3 s; 0.02 s a run once one ran out)" in (
+        failure.verdict.summary()
+    )
+    assert "flaky" not in str(found.value)

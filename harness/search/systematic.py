@@ -59,7 +59,7 @@ from harness.faults.schedule import (
     Truncate,
 )
 from harness.search.coverage import Coverage
-from harness.sim.budget import RunBudget
+from harness.sim.budget import TIME_RAN_OUT, RunBudget, run_budget
 from harness.sim.simulator import Instance, Processor, Simulator
 from harness.sim.topology import Topology
 from harness.sim.world import Backend
@@ -134,6 +134,9 @@ class Probe:
     """Calls that wrote to a sink and waited for its acknowledgement."""
     timers: bool
     """Whether the processor registered periodic work."""
+    ran_out: str | None = None
+    """How its first run that ran out of time ended (a processor that hangs fault-free):
+    its later runs got :data:`~harness.sim.budget.SHRINK_SECONDS` at most."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +161,9 @@ class Plan:
 
     points: tuple[FaultPoint, ...]
     schedules: tuple[Planned, ...]
+    ran_out: str | None = None
+    """How the first probe that ran out of time ended, if one did (the processor hangs
+    without faults): the later probes got a second at most, and so should the search."""
 
 
 class _Probing(Simulator):
@@ -243,6 +249,7 @@ def probe(
     search)."""
     calls: list[int] = []
     steps: list[Step] = []
+    ran_out: str | None = None
     for burst in bursts:
         steps += [*burst, Run(calls_per_burst)]
         sim = _Probing(processor, topology, backend, budget)
@@ -251,6 +258,9 @@ def probe(
         finally:
             sim.close()
         calls.append(len(sim.labels) - sum(calls))
+        if ran_out is None and sim.halted is not None and TIME_RAN_OUT in sim.halted:
+            ran_out = sim.halted  # it hangs: the next bursts get a second, not the budget
+            budget = run_budget(budget).for_shrinking(ran_out)
     return Probe(
         bursts=bursts,
         calls=tuple(calls),
@@ -258,6 +268,7 @@ def probe(
         choices=frozenset(sim.choices),
         acks=frozenset(sim.acks),
         timers=sim.timers,
+        ran_out=ran_out,
     )
 
 
@@ -272,9 +283,13 @@ def plan(
     """Probe every workload (each run within ``budget``), then plan every single fault at
     every point and the pairs."""
     enabled = fault_set(faults)
-    probes = [
-        probe(processor, topology, w, backend=backend, budget=budget) for w in workloads(topology)
-    ]
+    probes: list[Probe] = []
+    ran_out: str | None = None
+    for workload in workloads(topology):
+        probes.append(probe(processor, topology, workload, backend=backend, budget=budget))
+        if ran_out is None and probes[-1].ran_out is not None:
+            ran_out = probes[-1].ran_out  # it hangs: one probe spent the budget, not each
+            budget = run_budget(budget).for_shrinking(ran_out)
     points: list[FaultPoint] = []
     singles: list[Planned] = []
     families: list[list[Planned]] = []
@@ -303,7 +318,8 @@ def plan(
     first = [p for p in at_volume if p.point.label != "idle" or p.faults == (Fault.CRASH,)]
     singles += [p for p in at_volume if p not in first]
     ordered = sorted(singles, key=lambda p: _ORDER.index(p.faults[0]))
-    return Plan(tuple(points), tuple(_unique([*first, *_novel_first([*ordered, *pairs])])))
+    schedules = tuple(_unique([*first, *_novel_first([*ordered, *pairs])]))
+    return Plan(tuple(points), schedules, ran_out or big.ran_out)
 
 
 def _volume_points(big: Probe, number: int, known: set[tuple[str, str]]) -> list[FaultPoint]:
