@@ -25,12 +25,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, final
 
+from harness._shown import describe_exception
 from harness.check import Status, Verdict, check
 from harness.faults.schedule import Schedule
 from harness.history.events import Event, EventKind, History
 from harness.report._facts import clip, event_line
 from harness.report.subject import ProcessorError, SourceLine
-from harness.sim.budget import RunBudget
+from harness.sim.budget import TIME_RAN_OUT, RunBudget
 from harness.sim.context import Context
 from harness.sim.simulator import Processor, processor_path, simulate
 from harness.sim.topology import Topology
@@ -96,6 +97,12 @@ def _line(events: tuple[Event, ...], index: int) -> str:
     return clip(event_line(events[index]), _LINE)
 
 
+def _ran_out(history: History) -> bool:
+    """Whether the run stopped because its wall-clock time ran out."""
+    end = history.events[-1] if history.events else None
+    return end is not None and end.kind is EventKind.END and TIME_RAN_OUT in (end.detail or "")
+
+
 def first_divergence(first: History, again: History) -> int | None:
     """The index of the first event where the two histories differ; None if they agree."""
     a, b = first.events, again.events
@@ -132,8 +139,8 @@ def _capturing(processor: Processor, captured: _Captured) -> Processor:
         def noted(*args: Any, **kwargs: Any) -> Any:
             try:
                 return call(*args, **kwargs)
-            except Exception as exc:
-                captured.append((f"{type(exc).__name__}: {exc}", _frames(exc.__traceback__)))
+            except Exception as exc:  # noted as the history notes it, even if its __str__ raises
+                captured.append((describe_exception(exc), _frames(exc.__traceback__)))
                 raise
 
         return noted
@@ -187,6 +194,12 @@ def explain(
     )
 
 
+_SLOW: Final = (
+    "slow: the same schedule ran out of time during the search but finished when run again "
+    "(the histories of {runs} more runs agreed with the finished one); the run budget is too "
+    "tight for this processor, or it hangs only sometimes: raise the run's seconds "
+    "(--run-seconds, RunBudget) and run again; its verdict cannot be trusted"
+)
 _PASSED_AGAIN: Final = (
     "flaky: the same schedule failed during the search but passed when run again (the "
     "histories of {runs} more runs agreed with the passing one); the processor is "
@@ -205,6 +218,7 @@ def rerun(
     budget: RunBudget | None = None,
     runs: int = RERUNS,
     failed: bool = False,
+    timed_out: bool = False,
 ) -> Rerun:
     """Run ``schedule`` ``runs`` more times and compare each history with ``history`` (the
     one ``verdict`` was given for); return the verdict explained (:func:`explain`), where the
@@ -213,7 +227,12 @@ def rerun(
     ``failed=True`` says that an earlier run of the same schedule failed (the search saw it):
     a VALID ``verdict`` is then flaky by itself, up to ``4 * runs`` runs look for a failing
     history to report instead, and without one the reason says that the schedule passed
-    when run again.
+    when run again (``timed_out=True``: that earlier run ran out of time, so the reason
+    blames the budget, not nondeterminism).
+
+    A run stopped by the wall-clock budget stops wherever the clock caught it: histories
+    that differ because one of them ran out of time say nothing about the processor, and
+    are not called flaky.
     """
     captured: _Captured = []
     divergence = None
@@ -230,7 +249,7 @@ def rerun(
         index = first_divergence(history, again)
         if index is None:
             continue
-        if divergence is None:
+        if divergence is None and not (_ran_out(history) or _ran_out(again)):
             first, other = _line(history.events, index), _line(again.events, index)
             divergence = Divergence(index, first, other, run)
         if chosen[1].status is Status.VALID:
@@ -238,7 +257,7 @@ def rerun(
         if chosen[1].status is not Status.VALID:
             break
     flaky = divergence.reason() if divergence is not None else None
-    if flaky is None and failed and passed:
-        flaky = _PASSED_AGAIN.format(runs=4 * runs)
+    if flaky is None and failed and passed and chosen[1].status is Status.VALID:
+        flaky = (_SLOW if timed_out else _PASSED_AGAIN).format(runs=4 * runs)
     errors = _errors(chosen[0], captured)
     return Rerun(chosen[0], explain(chosen[1], errors, flaky), divergence, errors)

@@ -261,3 +261,50 @@ def test_reports_show_the_processor_error_before_the_anomalies() -> None:
     page = render_html(subject)
     assert page.index('id="processor-errors"') < page.index('id="anomalies"')
     assert "invalid literal for int()" in page
+
+
+def _polls_forever(ctx: Context) -> None:
+    while True:  # each run stops at whichever call the clock catches it
+        ctx.offsets.get("in-0")
+
+
+def test_runs_stopped_by_the_clock_at_different_calls_are_not_called_flaky() -> None:
+    from harness.sim.budget import RunBudget
+
+    budget = RunBudget(seconds=0.05)
+    schedule = Schedule([Produce(count=1), Run(10**6)])
+    history, verdict = run_once(_polls_forever, schedule, Guarantee.AT_LEAST_ONCE, budget=budget)
+    seen = rerun(_polls_forever, schedule, history, verdict, budget=budget)
+    assert seen.verdict.status is Status.UNKNOWN
+    assert not seen.flaky
+    assert not any("nondeterministic" in reason for reason in seen.verdict.reasons)
+    assert "the time budget ran out" in seen.verdict.summary()
+
+
+def test_a_search_failure_by_time_that_passes_again_blames_the_budget() -> None:
+    schedule = Schedule([Produce(count=1), Run(5)])
+    processor = TOYS["process_then_commit"].processor
+    history, verdict = run_once(processor, schedule, Guarantee.AT_LEAST_ONCE)
+    seen = rerun(processor, schedule, history, verdict, runs=1, failed=True, timed_out=True)
+    assert seen.verdict.status is Status.UNKNOWN
+    assert seen.verdict.reasons[0].startswith("slow: the same schedule ran out of time")
+    assert not seen.flaky and "nondeterministic" not in seen.verdict.summary()
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no")
+
+
+def _raises_unprintable(ctx: Context) -> None:
+    for record in ctx.read("in-0", ctx.offsets.get("in-0")):
+        raise _Unprintable(record)
+
+
+def test_an_exception_whose_str_raises_is_not_called_flaky() -> None:
+    schedule = Schedule([Produce(count=1), Run(5)])
+    history, verdict = run_once(_raises_unprintable, schedule, Guarantee.AT_LEAST_ONCE)
+    seen = rerun(_raises_unprintable, schedule, history, verdict)
+    assert verdict.status is not Status.VALID
+    assert not seen.flaky, seen.verdict.reasons
+    assert seen.processor_errors[0].error == "_Unprintable: <its __str__ raised RuntimeError>"
