@@ -18,6 +18,7 @@ import os
 import shlex
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from harness._json import parse_json
+from harness._output import writable, write_atomic
 from harness._progress import Stage, Tick, notify
 from harness._shown import describe_exception, shown
 from harness.check import Guarantee, Status, Verdict, check
@@ -61,6 +63,8 @@ __all__ = [
 
 REPLAY_VERSION: Final = 1
 DEFAULT_FAILURES_DIR: Final = Path(".harness") / "failures"
+FALLBACK_FAILURES_DIR: Final = Path(tempfile.gettempdir()) / "harness-failures"
+"""Where a replay file goes when the failures directory cannot be written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,13 +148,27 @@ class Replay:
         return cls.from_json(parse_json(text, what=where, fix=fix), where)
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
+        """Write the replay file into ``directory`` (created if missing), whole or not at all
+        (a ``ConfigError`` says why not)."""
+        directory = writable(directory, "the failures directory", directory=True)
         text = json.dumps(self.to_json(), indent=2, sort_keys=False) + "\n"
         name = hashlib.sha256(text.encode()).hexdigest()[:12]
-        path = directory / f"{self.processor.rpartition(':')[2]}-{name}.json"
-        path.write_text(text, encoding="utf-8")
-        return path
+        stem = self.processor.rpartition(":")[2][:100]
+        return write_atomic(directory / f"{stem}-{name}.json", text, "the replay file")
+
+    def keep(self, directory: str | os.PathLike[str]) -> tuple[Path | None, str | None]:
+        """Save the replay file in ``directory``, else in :data:`FALLBACK_FAILURES_DIR`: a
+        counterexample is never lost to a bad directory. Returns the file (None if neither
+        could be written) and a note saying where it went instead, if it did."""
+        try:
+            return self.save(directory), None
+        except ConfigError as exc:
+            why = str(exc)
+        try:
+            path = self.save(FALLBACK_FAILURES_DIR)
+        except ConfigError as again:
+            return None, f"{why}; nor in {FALLBACK_FAILURES_DIR} ({again}): see the replay JSON"
+        return path, f"{why}; saved in {FALLBACK_FAILURES_DIR} instead"
 
 
 def load_processor(path: str, file: str | None = None) -> Processor:
@@ -320,6 +338,8 @@ class Failure:
     """What the search had exercised when it failed."""
     processor_errors: tuple[ProcessorError, ...] = ()
     """Exceptions the processor raised in this run, with its own frames of their tracebacks."""
+    replay_note: str | None = None
+    """Why the replay file is not in the failures directory, and where it is instead."""
 
     def report(self) -> str:
         """The text shown when an exploration fails."""
@@ -337,6 +357,7 @@ class Failure:
             f"coverage: {self.coverage.summary()}",
             f"seed: {self.seed}  (explore(..., seed={self.seed}) repeats this search)",
             f"replay: {self.replay_command}",
+            *([f"replay file: {self.replay_note}"] if self.replay_note else []),
         ]
         return "\n".join(lines)
 
@@ -432,7 +453,9 @@ def explore(
     name = processor_path(processor)
     seed = default_seed(name) if seed is None else seed
     if type(seed) is not int:
-        raise ConfigError(f"seed must be an int, got {seed!r}")
+        raise ConfigError(f"seed must be an int, got {shown(seed)}")
+    if failures_dir is not None:  # before the search: a counterexample needs a place to go
+        writable(failures_dir, "the failures directory", directory=True)
     search = _Search(
         processor,
         name,
@@ -605,7 +628,9 @@ class _Search:
             _source_file(self.processor),
             self.seed,
         )
-        replay_file = None if self.failures_dir is None else spec.save(self.failures_dir)
+        replay_file, note = None, None
+        if self.failures_dir is not None:
+            replay_file, note = spec.keep(self.failures_dir)
         if replay_file is not None:
             command = f"python -m harness replay {replay_file}"
         else:
@@ -627,6 +652,7 @@ class _Search:
                 replay_command=command,
                 coverage=covered,
                 processor_errors=seen.processor_errors,
+                replay_note=note,
             )
         )
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Final
 
+from harness._shown import shown
 from harness.cli._common import GUARANTEES, exit_code
 from harness.errors import ConfigError
 
@@ -41,10 +42,14 @@ def main(args: argparse.Namespace) -> int:
             [str(args.history), "--guarantee", args.guarantee]
             + (["--out", str(args.out)] if args.out else [])
         )
+    from harness._output import writable, write_atomic
     from harness.check import Guarantee, check
     from harness.history.io import read_history
     from harness.report.json_report import render_output
     from harness.report.live import LiveProgress, emit
+
+    if args.out is not None:
+        writable(args.out, "--out")  # before the history is read: one line, no partial file
 
     with LiveProgress(f"check {args.history}", None, json_output=args.json, units="") as live:
         live.step(detail="reading the history")
@@ -52,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
             history = read_history(args.history)
         except OSError as exc:
             raise ConfigError(
-                f"cannot read history {str(args.history)!r}: {exc.strerror}"
+                f"cannot read history {shown(str(args.history))}: {exc.strerror}"
             ) from None
         live.step(detail=f"checking {len(history.events)} events")
         verdict = check(history, Guarantee(args.guarantee))
@@ -66,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
         verdict=verdict.to_json(),
     )
     if args.out is not None:
-        args.out.write_text(text + "\n", encoding="utf-8")
+        write_atomic(args.out, text + "\n", "--out")
     if args.json:
         print(text)
     else:

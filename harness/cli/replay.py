@@ -6,7 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Final
 
+from harness._shown import shown
 from harness.cli._common import add_run_budget, exit_code, print_output, run_budget
+from harness.errors import ConfigError
 
 __all__ = ["DESCRIPTION", "add_arguments", "main"]
 
@@ -30,14 +32,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Replay the file and print the verdict; returns the verdict's exit code."""
+    from harness._output import writable, writing
+    from harness.history.io import SUFFIXES, write_history
     from harness.runner import Replay, replay
 
+    if args.history is not None:  # before the replay runs: one line, no partial file
+        writable(args.history, "--history")
+        if args.history.suffix not in SUFFIXES:
+            raise ConfigError(
+                f"--history {shown(str(args.history))} must end in one of {', '.join(SUFFIXES)}"
+            )
     spec = Replay.load(args.file)
     history, verdict = replay(spec, budget=run_budget(args))
     if args.history is not None:
-        from harness.history.io import write_history
-
-        write_history(history, args.history)
+        with writing(args.history, "--history") as tmp:
+            write_history(history, tmp)
     headline = (
         f"{spec.guarantee.value} for {spec.processor} ({spec.backend} backend): "
         f"{verdict.status.name}"

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
+from harness._shown import shown
 from harness.cli._common import GUARANTEES, exit_code
 from harness.errors import ConfigError
 
@@ -41,19 +42,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Print the text report (and write the files); returns the verdict's exit code."""
+    from harness._output import writable
     from harness.report import gather, render_text, write_report
 
+    if args.out is not None:  # before the work: one line, and no report half written
+        writable(args.out, "--out", directory=True)
     source = str(args.source)
     if source.endswith((".jsonl", ".parquet")):
         from harness.check import Guarantee, check
         from harness.history.io import read_history
 
         if args.guarantee is None:
-            raise ConfigError(f"--guarantee is required to report on history {source!r}")
+            raise ConfigError(f"--guarantee is required to report on history {shown(source)}")
         try:
             history = read_history(source)
         except OSError as exc:
-            raise ConfigError(f"cannot read history {source!r}: {exc.strerror}") from None
+            raise ConfigError(f"cannot read history {shown(source)}: {exc.strerror}") from None
         verdict = check(history, Guarantee(args.guarantee))
         details: dict[str, Any] = {"title": source}
     else:
@@ -73,7 +77,13 @@ def main(args: argparse.Namespace) -> int:
     facts = gather(verdict, history, **details)
     emit(render_text(facts))
     if args.out is not None:
-        written = write_report(args.out, facts, formats=args.format or ("txt", "json", "html"))
+        try:
+            written = write_report(args.out, facts, formats=args.format or ("txt", "json", "html"))
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write the report to --out {shown(str(args.out))}: "
+                f"{exc.strerror or type(exc).__name__}; give another directory"
+            ) from None
         for path in written.values():
             print(f"wrote {path}", file=sys.stderr)
     return exit_code(verdict)

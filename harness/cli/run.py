@@ -124,9 +124,14 @@ def _scenarios(args: argparse.Namespace) -> list[Scenario] | None:
 
 def main(args: argparse.Namespace) -> int:
     """Run the matrix or the user's processor; returns the exit code."""
+    from harness._output import writable
     from harness.search.profiles import profile
 
     budget = profile(args.profile)
+    # the outputs are checked before the work: one line, not a traceback after the search
+    writable(args.failures_dir, "--failures-dir", directory=True)
+    if args.markdown is not None:
+        writable(args.markdown, "--markdown")
     if args.examples is not None:
         if args.examples < 1:
             raise ConfigError(f"--examples must be >= 1, got {args.examples}")
@@ -140,6 +145,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _run_matrix(args: argparse.Namespace, budget: Profile, scenarios: list[Scenario]) -> int:
+    from harness._output import write_atomic
     from harness._progress import watching
     from harness.catalogue.matrix import render_table, run_matrix
     from harness.report.live import LiveProgress, emit
@@ -174,7 +180,7 @@ def _run_matrix(args: argparse.Namespace, budget: Profile, scenarios: list[Scena
             progress=progress,
         )
     if args.markdown is not None:
-        args.markdown.write_text(render_table(results, markdown=True) + "\n", encoding="utf-8")
+        write_atomic(args.markdown, render_table(results, markdown=True) + "\n", "--markdown")
     bad = [r for r in results if not r.ok]
     totals = {
         "caught": sum(1 for r in results if not r.correct and r.ok),
