@@ -1,7 +1,7 @@
 """What one simulated run may spend: :class:`RunBudget`, a plain value.
 
-Light on purpose (only :mod:`harness.errors`): the search profiles and the pytest plugin hold
-budgets before any engine module loads. The simulator enforces them
+Light on purpose (only :mod:`harness.errors` and :mod:`harness._shown`): the search profiles
+and the pytest plugin hold budgets before any engine module loads. The simulator enforces them
 (:mod:`harness.sim.budget`, which re-exports these names).
 """
 
@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Final, final
 
+from harness._shown import shown
 from harness.errors import ConfigError
 
 __all__ = ["DEFAULT_RUN_BUDGET", "SHRINK_SECONDS", "TIME_RAN_OUT", "RunBudget", "run_budget"]
@@ -31,7 +32,7 @@ class RunBudget:
     def __post_init__(self) -> None:
         if type(self.calls) is not int or self.calls < 1:
             raise ConfigError(
-                f"run budget calls must be an int >= 1, got {self.calls!r}; e.g. 1000000"
+                f"run budget calls must be an int >= 1, got {shown(self.calls)}; e.g. 1000000"
             )
         seconds = self.seconds
         if (
@@ -40,7 +41,7 @@ class RunBudget:
             or not 0 < seconds <= 86_400
         ):
             raise ConfigError(
-                f"run budget seconds must be a number in (0, 86400], got {seconds!r}; e.g. 60"
+                f"run budget seconds must be a number in (0, 86400], got {shown(seconds)}; e.g. 60"
             )
 
     def describe(self) -> str:
@@ -72,7 +73,7 @@ def run_budget(value: object) -> RunBudget:
         return DEFAULT_RUN_BUDGET
     if not isinstance(value, RunBudget):
         raise ConfigError(
-            f"budget must be a RunBudget, got {type(value).__name__}: {value!r}; pass "
+            f"budget must be a RunBudget, got {type(value).__name__}: {shown(value)}; pass "
             "e.g. RunBudget(calls=100000, seconds=30)"
         )
     return value

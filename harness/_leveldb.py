@@ -232,10 +232,14 @@ def _lock_file(directory: Path) -> int | None:
 def _directory(path: str | os.PathLike[str], *, create_if_missing: bool) -> Path:
     """``path`` as a usable directory path, or :class:`ConfigError` saying why it is not."""
     text: object = os.fspath(path)
-    if not isinstance(text, str) or "\0" in text or not text:
+    if (
+        not isinstance(text, str)
+        or not text
+        or any(c == "\0" or "\ud800" <= c <= "\udfff" for c in text)
+    ):
         raise ConfigError(
             f"LevelDB path {shown(text)} is not a usable directory path (empty, bytes or "
-            "containing NUL); pass a directory path such as 'offsets'"
+            "containing NUL or a lone surrogate); pass a directory path such as 'offsets'"
         )
     target = Path(text)
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import reprlib
 from typing import Final
 
-__all__ = ["SHOWN_CHARS", "describe_exception", "shown"]
+__all__ = ["SHOWN_CHARS", "describe_exception", "one_line", "shown"]
 
 SHOWN_CHARS: Final = 200
 """How many characters of a bad value an error message shows at most."""
@@ -65,3 +65,18 @@ def describe_exception(exc: BaseException) -> str:
     if not text:
         return name
     return f"{name}: {text.encode('utf-8', 'backslashreplace').decode('utf-8')}"
+
+
+def one_line(text: object, limit: int = _MESSAGE_CHARS) -> str:
+    """``str(text)`` as one line of at most about ``limit`` characters, never raising: each
+    run of whitespace that holds a line break becomes one space (a library's message, such
+    as pyarrow's, may span several lines; an error message must not)."""
+    try:
+        text = str(text)
+    except Exception as failure:
+        text = f"<its __str__ raised {type(failure).__name__}>"
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text):,} characters)"
+    if "\n" in text or "\r" in text:
+        text = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    return text

@@ -401,7 +401,7 @@ def default_seed(processor: str) -> int:
         try:
             return int(env)
         except ValueError:
-            raise ConfigError(f"HARNESS_SEED must be an integer, got {env!r}") from None
+            raise ConfigError(f"HARNESS_SEED must be an integer, got {shown(env)}") from None
     return int.from_bytes(hashlib.sha256(processor.encode()).digest()[:4], "big")
 
 
@@ -445,11 +445,11 @@ def explore(
     max_examples = defaults.max_examples if max_examples is None else max_examples
     max_steps = defaults.max_steps if max_steps is None else max_steps
     if backend not in BACKENDS:
-        raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        raise ConfigError(f"backend must be one of {BACKENDS}, got {shown(backend)}")
     if type(max_examples) is not int or max_examples < 1:
-        raise ConfigError(f"max_examples must be an int >= 1, got {max_examples!r}")
+        raise ConfigError(f"max_examples must be an int >= 1, got {shown(max_examples)}")
     if type(systematic) is not bool:
-        raise ConfigError(f"systematic must be True or False, got {systematic!r}")
+        raise ConfigError(f"systematic must be True or False, got {shown(systematic)}")
     name = processor_path(processor)
     seed = default_seed(name) if seed is None else seed
     if type(seed) is not int:
@@ -662,7 +662,7 @@ def _guarantee(guarantee: object) -> Guarantee:
         return Guarantee(guarantee)
     except ValueError:
         raise ConfigError(
-            f"guarantee must be one of {[g.value for g in Guarantee]}, got {guarantee!r}"
+            f"guarantee must be one of {[g.value for g in Guarantee]}, got {shown(guarantee)}"
         ) from None
 
 

@@ -16,11 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from harness._shown import one_line
 from harness.cli._common import EXIT_INTERRUPTED, EXIT_UNKNOWN
 from harness.errors import HarnessError
 
 __all__ = ["COMMANDS", "DEFAULT_COMMAND", "EXIT_BROKEN_PIPE", "Command", "build_parser", "main"]
 
+_ERROR_CHARS: Final = 5000
+"""The longest an ``error:`` line gets (each value in it is shortened already)."""
 EXIT_BROKEN_PIPE: Final = 141
 """The exit code when stdout is closed early (``... | head -1``): 128 + SIGPIPE, as a shell
 reports a program that SIGPIPE ended."""
@@ -141,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
     except HarnessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(exc, _ERROR_CHARS)}", file=sys.stderr)
         return EXIT_UNKNOWN
     except BrokenPipeError:
         # the reader went away (`... | head -1`): stop quietly, and keep Python's final flush

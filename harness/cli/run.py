@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from harness._shown import shown
 from harness.cli._common import (
     EXIT_INVALID,
     EXIT_OK,
@@ -112,7 +113,7 @@ def _scenarios(args: argparse.Namespace) -> list[Scenario] | None:
             if ":" in target and len(args.targets) == 1:
                 return None  # MODULE:FUNCTION
             raise ConfigError(
-                f"unknown scenario {name!r}; the scenarios are {', '.join(scenarios)} "
+                f"unknown scenario {shown(name)}; the scenarios are {', '.join(scenarios)} "
                 "(or give your processor as MODULE:FUNCTION with --guarantee)"
             )
         scenario = scenarios[name]
@@ -216,7 +217,7 @@ def _run_processor(
         raise ConfigError("give exactly one processor as MODULE:FUNCTION")
     if args.guarantee is None:
         raise ConfigError(
-            f"--guarantee is required to run your processor {args.targets[0]!r}: "
+            f"--guarantee is required to run your processor {shown(args.targets[0])}: "
             "at-least-once or exactly-once"
         )
     if str(Path.cwd()) not in sys.path:
@@ -230,7 +231,7 @@ def _run_processor(
         data = parse_json(args.topology, what="--topology", fix=fix)
         if not isinstance(data, dict):
             raise ConfigError(
-                f"--topology must be a JSON object: {fix}, got {args.topology!r:.100}"
+                f"--topology must be a JSON object: {fix}, got {shown(args.topology)}"
             )
         try:
             topology = Topology.from_json(data, partial=True)

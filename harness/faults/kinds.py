@@ -13,6 +13,7 @@ import enum
 from collections.abc import Iterable
 from typing import Final
 
+from harness._shown import shown
 from harness.errors import ConfigError
 
 __all__ = ["ALL_FAULTS", "Fault", "fault_set"]
@@ -51,6 +52,6 @@ def fault_set(faults: Iterable[Fault | str] | None) -> frozenset[Fault]:
             chosen.add(Fault(fault))
         except ValueError:
             raise ConfigError(
-                f"unknown fault {fault!r}; choose from {sorted(f.value for f in Fault)}"
+                f"unknown fault {shown(fault)}; choose from {sorted(f.value for f in Fault)}"
             ) from None
     return frozenset(chosen)

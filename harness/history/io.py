@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Final, NoReturn, TypeAlias
 
+from harness._shown import one_line, shown
 from harness.errors import ConfigError, CorruptData, MissingDependency
 from harness.history.events import (
     EVENT_FIELDS,
@@ -111,11 +112,17 @@ def read_history(path: _Path) -> History:
 
 
 def _format(path: _Path) -> str:
+    text = os.fspath(path)
+    if isinstance(text, str) and ("\0" in text or any("\ud800" <= c <= "\udfff" for c in text)):
+        raise ConfigError(
+            f"history path {shown(text)} holds a NUL or a lone surrogate, which no file name "
+            "can; give another path"
+        )
     suffix = Path(path).suffix.lower()
     if suffix not in SUFFIXES:
         raise ConfigError(
-            f"cannot tell the history format of {os.fspath(path)!r} from its suffix "
-            f"{suffix or '(none)'!r}: use one of {', '.join(SUFFIXES)}"
+            f"cannot tell the history format of {shown(text)} from its suffix "
+            f"{shown(suffix or '(none)')}: use one of {', '.join(SUFFIXES)}"
         )
     return suffix
 
@@ -323,7 +330,7 @@ def read_parquet(path: _Path) -> History:
             parquet = pq.ParquetFile(stream)
             arrow_schema = parquet.schema_arrow
         except (pa.ArrowException, OSError, ValueError) as exc:
-            raise CorruptData(f"{source}: not a Parquet file ({exc})") from exc
+            raise CorruptData(f"{source}: not a Parquet file ({one_line(exc)})") from exc
         meta = _parquet_meta(arrow_schema, source)
         _check_parquet_columns(pa, arrow_schema, source)
         events: list[Event] = []
@@ -339,7 +346,8 @@ def read_parquet(path: _Path) -> History:
                     )
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise CorruptData(
-                f"{source}: cannot decode the Parquet data after row {len(events)} ({exc})"
+                f"{source}: cannot decode the Parquet data after row {len(events)} "
+                f"({one_line(exc)})"
             ) from exc
     return History(meta=meta, events=tuple(events))
 

@@ -48,6 +48,11 @@ def validate_log_name(name: object) -> str:
 
     if not normalized:
         raise bad("the name is empty")
+    if len(normalized) > MAX_NAME_BYTES:  # first: a 100 MB name is refused without a scan
+        raise bad(
+            f"it is at least {len(normalized):,} bytes once percent-encoded as a directory "
+            f"name, more than {MAX_NAME_BYTES}"
+        )
     if normalized[0] in ".<":
         raise bad(f"names starting with {shown(normalized[0])} are reserved")
     if normalized.endswith("/"):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from harness._budget import DEFAULT_RUN_BUDGET, RunBudget
+from harness._shown import shown
 from harness.errors import ConfigError
 
 __all__ = ["DEFAULT_PROFILE", "PROFILES", "Profile", "profile"]
@@ -56,5 +57,5 @@ def profile(name: str | Profile | None = None) -> Profile:
         return PROFILES[name]
     except KeyError:
         raise ConfigError(
-            f"unknown harness profile {name!r}; choose one of {', '.join(PROFILES)}"
+            f"unknown harness profile {shown(name)}; choose one of {', '.join(PROFILES)}"
         ) from None

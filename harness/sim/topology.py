@@ -130,15 +130,18 @@ class Topology:
         for name in ("partitions", "keys", "segment_records"):
             value = getattr(self, name)
             if type(value) is not int or not 1 <= value <= 10_000:
-                raise ConfigError(f"Topology {name} must be an int in [1, 10000], got {value!r}")
+                raise ConfigError(
+                    f"Topology {name} must be an int in [1, 10000], got {shown(value)}"
+                )
         if type(self.poison_every) is not int or not 0 <= self.poison_every <= 10_000:
             raise ConfigError(
-                f"Topology poison_every must be an int in [0, 10000], got {self.poison_every!r}"
+                "Topology poison_every must be an int in [0, 10000], got "
+                f"{shown(self.poison_every)}"
             )
         for name in ("offset_sync", "upstream_resends"):
             if type(getattr(self, name)) is not bool:
                 raise ConfigError(
-                    f"Topology {name} must be True or False, got {getattr(self, name)!r}"
+                    f"Topology {name} must be True or False, got {shown(getattr(self, name))}"
                 )
         object.__setattr__(self, "payloads", _payloads(self.payloads))
         if not isinstance(self.sinks, Mapping) or not self.sinks:

@@ -368,10 +368,11 @@ class LevelDBNamespaceStorage:
 
     def __init__(self, root: str | os.PathLike[str], *, checks: bool = True) -> None:
         self.checks = checks
-        if "\0" in os.fspath(root):
+        text = os.fspath(root)
+        if "\0" in text or any("\ud800" <= char <= "\udfff" for char in text):
             raise ConfigError(
-                f"namespace path {shown(os.fspath(root))} contains NUL, which no file system "
-                "allows; pass a directory path without it"
+                f"namespace path {shown(text)} contains NUL or a lone surrogate, which no file "
+                "system allows; pass a directory path without it"
             )
         self.root = Path(root).absolute()
         self.description = f"distributedlog-leveldb://{self.root}"
