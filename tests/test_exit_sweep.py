@@ -218,3 +218,34 @@ def test_the_kafka_door_never_exits_0(way: str, tmp_path: Path) -> None:
     if "sys.exit(0)" not in way and "KeyboardInterrupt" not in way:
         assert done.returncode == 2, done.stdout[-2000:]
     assert "Traceback" not in done.stderr
+
+
+BEHIND_THE_BACK = {
+    "libc's _exit(0), through ctypes": ("ctypes.CDLL(None)._exit(0)", "exit status 0"),
+    "libc's kill(SIGKILL), through ctypes": (
+        "ctypes.CDLL(None).kill(os.getpid(), 9)",
+        "killed by SIGKILL",
+    ),
+}
+
+
+@pytest.mark.parametrize("way", BEHIND_THE_BACK)
+def test_the_cli_sees_a_death_no_interposition_can_catch(way: str, tmp_path: Path) -> None:
+    code, said = BEHIND_THE_BACK[way]
+    target = _write(tmp_path, "behind", "import ctypes\n" + _module(code))
+    args = ("run", target, "--guarantee", "at-least-once", "--examples", "2")
+    done = _cli(tmp_path, *args)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.startswith(f"error: the process ended before a verdict ({said})")
+    assert done.stderr.count("\n") == 1
+    # unsupervised, the same death passes for whatever status it left
+    unsupervised = subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=tmp_path,
+        env={**_env(tmp_path), "HARNESS_SUPERVISE": "0"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert unsupervised.returncode in (0, -9)
