@@ -258,3 +258,27 @@ def test_a_processor_that_hangs_spends_the_budget_once_not_once_a_probe(
         failure.verdict.summary()
     )
     assert "flaky" not in str(found.value)
+
+
+def test_runs_in_two_threads_each_keep_their_guard() -> None:
+    import harness.sim.exits as exits
+
+    inside = threading.Event()
+    release = threading.Event()
+    seen: list[object] = []
+
+    def waits(ctx: Context) -> None:
+        inside.set()
+        release.wait(10)
+        seen.append(os._exit is REAL["_exit"])  # still interposed: this run is not over
+        process_then_commit(ctx)
+
+    thread = threading.Thread(target=lambda: run_once(waits, SCHEDULE, ALO))
+    thread.start()
+    inside.wait(10)
+    status, end = _end(_leaving(lambda: os._exit(0)))  # a whole run here meanwhile
+    release.set()
+    thread.join(10)
+    assert status is Status.UNKNOWN and "called os._exit(0)" in end
+    assert seen == [False]
+    assert os._exit is REAL["_exit"] and not exits._guards

@@ -83,7 +83,9 @@ def _signal_name(signum: object) -> str:
         return f"signal {shown(signum)}"
 
 
-_current: Guard | None = None
+_guards: dict[int, list[Guard]] = {}
+"""The guards entered in each thread, innermost last (the functions are interposed while any
+thread has one)."""
 _lock = threading.Lock()
 
 
@@ -104,17 +106,14 @@ class Guard:
         """The handlers the processor believes it installed for the owned signals."""
         self.tried: str | None = None
         """What the guarded code tried first (``called os._exit(0)``), if it tried."""
-        self._previous: Guard | None = None
 
     def __enter__(self) -> Guard:
-        global _current
         self.thread = threading.get_ident()
         self.handlers = {signum: real_getsignal(signum) for signum in self.owned}
         with _lock:
-            self._previous = _current
-            if _current is None:
+            if not _guards:
                 _install()
-            _current = self
+            _guards.setdefault(self.thread, []).append(self)
         return self
 
     def __exit__(
@@ -123,11 +122,13 @@ class Guard:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        global _current
         with _lock:
-            _current = self._previous
-            if _current is None:
-                _uninstall()
+            stack = _guards[self.thread]
+            stack.remove(self)
+            if not stack:
+                del _guards[self.thread]
+                if not _guards:
+                    _uninstall()
 
     def left(self, what: str) -> None:
         """The guarded code tried to leave: tell ``leave``, then raise if it returned."""
@@ -139,8 +140,8 @@ class Guard:
 
 def _guard() -> Guard | None:
     """The guard of the calling thread, if one is entered there."""
-    guard = _current
-    return guard if guard is not None and guard.thread == threading.get_ident() else None
+    stack = _guards.get(threading.get_ident())
+    return stack[-1] if stack else None
 
 
 # -- the interposed functions -------------------------------------------------------------------
