@@ -108,14 +108,16 @@ def test_the_python_api_refuses_a_module_that_leaves_when_imported(
         load_processor(target)
 
 
-def _cli(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _cli(
+    tmp: Path, *args: str, timeout: float = 120, **env: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "harness", *args],
         cwd=tmp,
-        env=_env(tmp),
+        env={**_env(tmp), **env},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
 
@@ -198,18 +200,12 @@ def test_the_kafka_door_never_exits_0(way: str, tmp_path: Path) -> None:
         f"    {body}\n",
         "utf-8",
     )
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "harness", "kafka", f"{app}:main"),
-            *("--guarantee", "at-least-once", "--input", "orders", "--output", "receipts"),
-            *("--max-examples", "3", "--failures-dir", str(tmp_path / "f")),
-        ],
-        cwd=tmp_path,
-        env=_env(tmp_path),
-        capture_output=True,
-        text=True,
+    done = _cli(
+        tmp_path,
+        *("kafka", f"{app}:main", "--guarantee", "at-least-once"),
+        *("--input", "orders", "--output", "receipts"),
+        *("--max-examples", "3", "--failures-dir", str(tmp_path / "f")),
         timeout=600,
-        check=False,
     )
     # a script that ends with sys.exit(0) or on a KeyboardInterrupt has ended, as scripts
     # do (docs/kafka.md): the records it left unprocessed are then lost (1); every other
@@ -239,13 +235,5 @@ def test_the_cli_sees_a_death_no_interposition_can_catch(way: str, tmp_path: Pat
     assert done.stderr.startswith(f"error: the process ended before a verdict ({said})")
     assert done.stderr.count("\n") == 1
     # unsupervised, the same death passes for whatever status it left
-    unsupervised = subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=tmp_path,
-        env={**_env(tmp_path), "HARNESS_SUPERVISE": "0"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    unsupervised = _cli(tmp_path, *args, HARNESS_SUPERVISE="0")
     assert unsupervised.returncode in (0, -9)

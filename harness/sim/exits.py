@@ -37,7 +37,6 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from types import TracebackType
 from typing import Any, Final, final
 
 from harness._shown import shown
@@ -116,12 +115,7 @@ class Guard:
             _guards.setdefault(self.thread, []).append(self)
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         with _lock:
             stack = _guards[self.thread]
             stack.remove(self)
