@@ -35,6 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Check the history; returns the verdict's exit code."""
+    from harness._output import writable, write_atomic
+
+    if args.out is not None:
+        writable(args.out, "--out")  # before the history is read: one line, no partial file
     if args.spark:
         from harness.cli.check_spark import run_spark_command
 
@@ -42,14 +46,10 @@ def main(args: argparse.Namespace) -> int:
             [str(args.history), "--guarantee", args.guarantee]
             + (["--out", str(args.out)] if args.out else [])
         )
-    from harness._output import writable, write_atomic
     from harness.check import Guarantee, check
     from harness.history.io import read_history
     from harness.report.json_report import render_output
     from harness.report.live import LiveProgress, emit
-
-    if args.out is not None:
-        writable(args.out, "--out")  # before the history is read: one line, no partial file
 
     with LiveProgress(f"check {args.history}", None, json_output=args.json, units="") as live:
         live.step(detail="reading the history")
