@@ -273,8 +273,12 @@ def _pairs() -> Iterator[tuple[Any, str, Callable[..., Any]]]:
                 yield module, name, function
 
 
+_PATCHES: Final = tuple(
+    (module, name, function, getattr(module, name)) for module, name, function in _pairs()
+)
+"""Each interposed function: its module, its name, the interposer and the real one."""
 _REAL: Final[dict[tuple[int, str], Any]] = {
-    (id(module), name): getattr(module, name) for module, name, _ in _pairs()
+    (id(module), name): real for module, name, _, real in _PATCHES
 }
 
 
@@ -283,10 +287,10 @@ def _real(module: Any, name: str) -> Any:
 
 
 def _install() -> None:
-    for module, name, function in _pairs():
+    for module, name, function, _ in _PATCHES:
         setattr(module, name, function)
 
 
 def _uninstall() -> None:
-    for module, name, _ in _pairs():
-        setattr(module, name, _real(module, name))
+    for module, name, _, real in _PATCHES:
+        setattr(module, name, real)
