@@ -13,9 +13,10 @@ after its fault point (:meth:`Runtime.enter`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -123,6 +124,18 @@ def current(call: str) -> Runtime:
     return rt
 
 
+@contextlib.contextmanager
+def _outside(events: Any, loop: object) -> Iterator[None]:
+    """Leave the instance's running asyncio loop while control is elsewhere: the loop is
+    per thread, and another instance (a zombie, a successor) or a timer runs meanwhile,
+    maybe with an event loop of its own."""
+    events._set_running_loop(None)
+    try:
+        yield
+    finally:
+        events._set_running_loop(loop)
+
+
 class Runtime:
     """One processor instance's link to the simulator and the broker."""
 
@@ -160,7 +173,14 @@ class Runtime:
     def enter(self, point: str | None = None) -> None:
         """A fault point: the client is about to call the cluster (``point`` names the call
         for reports; default: the client method that calls this)."""
-        self.sim.enter(self.inst, point or f"kafka.{sys._getframe(1).f_code.co_name}")
+        name = point or f"kafka.{sys._getframe(1).f_code.co_name}"
+        events = sys.modules.get("asyncio.events")
+        loop = None if events is None else events._get_running_loop()
+        if loop is None:
+            self.sim.enter(self.inst, name)
+        else:
+            with _outside(events, loop):
+                self.sim.enter(self.inst, name)
         if self.background:
             work, self.background = self.background, []
             for job in work:
@@ -171,7 +191,13 @@ class Runtime:
 
     def park(self) -> None:
         """Wait for input; the simulator resumes the instance on the next run step."""
-        self.sim.block(self.inst)
+        events = sys.modules.get("asyncio.events")
+        loop = None if events is None else events._get_running_loop()
+        if loop is None:
+            self.sim.block(self.inst)
+        else:
+            with _outside(events, loop):
+                self.sim.block(self.inst)
 
     @property
     def process(self) -> int:
