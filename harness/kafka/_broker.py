@@ -219,6 +219,8 @@ class Broker:
         self.txn_owner: dict[str, Any] = {}
         self._writers: dict[str, LogWriter] = {}
         self._offsets: dict[str, int] = dict.fromkeys(wiring.outputs + wiring.unchecked, 0)
+        self.created: dict[str, int] = {}
+        """Topics an admin client created during the run, and their partition counts."""
 
     @classmethod
     def of(cls, world: World, wiring: Wiring) -> Broker:
@@ -250,6 +252,11 @@ class Broker:
         if type(partition) is not int or not 0 <= partition < count:
             raise NotModelled(f"{call} on {topic} [{partition}]", f"{topic!r} has {count}")
         return self.names[(topic, partition)]
+
+    def topics(self) -> dict[str, int]:
+        """Every topic of the cluster and its partition count (output topics have one)."""
+        declared = dict.fromkeys(self.wiring.inputs, self.wiring.partitions)
+        return {**declared, **dict.fromkeys(self._offsets, 1), **self.created}
 
     def watermarks(self, name: str) -> tuple[int, int]:
         return self.world.low_watermark[name], len(self.world.dlsns[name])

@@ -24,7 +24,7 @@ __all__ = ["Consumer"]
 
 _Callback = Callable[..., Any] | None
 _UNMODELLED = frozenset(
-    {"list_topics", "offsets_for_times", "set_sasl_credentials", "io_event_enable",
+    {"offsets_for_times", "set_sasl_credentials", "io_event_enable",
      "seek_partitions", "rebalance_protocol", "list_groups"}
 )  # fmt: skip
 
@@ -379,6 +379,13 @@ class Consumer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        """The cluster's topics (``confluent_kafka.admin.ClusterMetadata``)."""
+        from harness.kafka.admin import cluster_metadata
+
+        self._rt.enter()
+        return cluster_metadata(self._rt, topic)
 
     def __getattr__(self, name: str) -> Any:
         if name in _UNMODELLED:

@@ -70,24 +70,67 @@ class _Guard(importlib.abc.MetaPathFinder):
 _GUARD: Final = _Guard()
 
 
+_ERRORS: Final = (
+    "ConsumeError", "ProduceError", "KeyDeserializationError", "ValueDeserializationError",
+    "KeySerializationError", "ValueSerializationError",
+)  # fmt: skip
+_TOP_ADMIN: Final = (
+    "TopicCollection",
+    "TopicPartitionInfo",
+    "Node",
+    "ConsumerGroupTopicPartitions",
+)
+
+
 def _confluent() -> dict[str, types.ModuleType]:
-    from harness.kafka import confluent
+    from harness.kafka import admin, confluent, serializing
 
     ck = _module("confluent_kafka", confluent, list(confluent.__all__))
+    for name in ("SerializingProducer", "DeserializingConsumer"):
+        setattr(ck, name, getattr(serializing, name))
+    for name in _TOP_ADMIN:
+        setattr(ck, name, getattr(admin, name))
+    ck.__all__ += ["SerializingProducer", "DeserializingConsumer", *_TOP_ADMIN]  # type: ignore[attr-defined]
     ck.__path__ = []  # a package: its submodules import
     error = _module("confluent_kafka.error", confluent, ["KafkaError", "KafkaException"])
-    ck.error = error  # type: ignore[attr-defined]
-    return {"confluent_kafka": ck, "confluent_kafka.error": error}
+    for name in (*_ERRORS, "SerializationError"):
+        setattr(error, name, getattr(serializing, name))
+    serialization = _module(
+        "confluent_kafka.serialization",
+        serializing,
+        [
+            n
+            for n in serializing.__all__
+            if n not in (*_ERRORS, "SerializingProducer", "DeserializingConsumer")
+        ],
+    )
+    return {
+        "confluent_kafka": ck,
+        "confluent_kafka.error": error,
+        "confluent_kafka.admin": _module("confluent_kafka.admin", admin, admin.__all__),
+        "confluent_kafka.serialization": serialization,
+    }
+
+
+def _kafka_python() -> dict[str, types.ModuleType]:
+    from harness.kafka import kafka_python, kafka_python_admin
+
+    found = kafka_python.modules()
+    found.update(kafka_python_admin.modules())
+    for error in kafka_python_admin.ERRORS:
+        setattr(found["kafka.errors"], error.__name__, error)
+    found["kafka"].KafkaAdminClient = kafka_python_admin.KafkaAdminClient  # type: ignore[attr-defined]
+    return found
 
 
 def double_modules() -> dict[str, types.ModuleType]:
     """``{module name: double}`` for every client module an application may import."""
     if _CACHE:
         return _CACHE
-    from harness.kafka import aio, kafka_python
+    from harness.kafka import aio
 
     _CACHE.update(_confluent())
-    _CACHE.update(kafka_python.modules())
+    _CACHE.update(_kafka_python())
     _CACHE.update(aio.modules())
     for name, module in _CACHE.items():
         parent, _, child = name.rpartition(".")
