@@ -13,10 +13,9 @@ after its fault point (:meth:`Runtime.enter`).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -30,6 +29,7 @@ from harness.log.reader import LogReader
 from harness.log.record import LogRecord
 from harness.log.writer import LogWriter
 from harness.sim.records import decode_input, encode_output
+from harness.sim.simulator import InstanceCrashed
 
 if TYPE_CHECKING:
     from harness.sim.context import Context
@@ -124,14 +124,23 @@ def current(call: str) -> Runtime:
     return rt
 
 
-@contextlib.contextmanager
-def _outside(events: Any, loop: object) -> Iterator[None]:
-    """Leave the instance's running asyncio loop while control is elsewhere: the loop is
-    per thread, and another instance (a zombie, a successor) or a timer runs meanwhile,
-    maybe with an event loop of its own."""
+def _switching(call: Callable[..., None], *args: Any) -> None:
+    """``call`` (which may hand control to the simulator), outside the instance's running
+    asyncio loop: the loop is per thread, and another instance (a zombie, a successor) or a
+    timer runs meanwhile, maybe with an event loop of its own. A crash stops the loop too:
+    asyncio's tasks would keep the crash as their result and the loop would run on, but a
+    crashed process runs nothing more."""
+    events = sys.modules.get("asyncio.events")
+    loop = None if events is None else events._get_running_loop()
+    if loop is None:
+        call(*args)
+        return
     events._set_running_loop(None)
     try:
-        yield
+        call(*args)
+    except InstanceCrashed:
+        loop.stop()
+        raise
     finally:
         events._set_running_loop(loop)
 
@@ -173,31 +182,20 @@ class Runtime:
     def enter(self, point: str | None = None) -> None:
         """A fault point: the client is about to call the cluster (``point`` names the call
         for reports; default: the client method that calls this)."""
-        name = point or f"kafka.{sys._getframe(1).f_code.co_name}"
-        events = sys.modules.get("asyncio.events")
-        loop = None if events is None else events._get_running_loop()
-        if loop is None:
-            self.sim.enter(self.inst, name)
-        else:
-            with _outside(events, loop):
-                self.sim.enter(self.inst, name)
+        _switching(self.sim.enter, self.inst, point or f"kafka.{sys._getframe(1).f_code.co_name}")
         if self.background:
             work, self.background = self.background, []
             for job in work:
                 job()
 
-    def choose(self, options: int) -> int:
-        return self.sim.choose(self.inst, options) if options > 1 else 0
-
     def park(self) -> None:
         """Wait for input; the simulator resumes the instance on the next run step."""
-        events = sys.modules.get("asyncio.events")
-        loop = None if events is None else events._get_running_loop()
-        if loop is None:
-            self.sim.block(self.inst)
-        else:
-            with _outside(events, loop):
-                self.sim.block(self.inst)
+        if self.inst.dead:  # a crashed instance's code runs on (its event loop's other tasks)
+            _switching(self.sim.enter, self.inst, "kafka.park")  # refused: InstanceCrashed
+        _switching(self.sim.block, self.inst)
+
+    def choose(self, options: int) -> int:
+        return self.sim.choose(self.inst, options) if options > 1 else 0
 
     @property
     def process(self) -> int:

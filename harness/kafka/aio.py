@@ -35,6 +35,7 @@ is cancelled), else ``KeyboardInterrupt`` is raised from the waiting call.
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import types
 from collections import namedtuple
@@ -51,8 +52,19 @@ from harness.kafka._errors import NotModelled
 from harness.kafka._fetch import BEGINNING, END, Fetched, Fetcher
 from harness.kafka._producer import Producer
 from harness.kafka.lineage import RECORD_ID_HEADER
+from harness.sim.simulator import InstanceCrashed
 
 __all__ = ["AIOKafkaConsumer", "AIOKafkaProducer", "modules"]
+
+
+def _not_a_crash(record: logging.LogRecord) -> bool:
+    """asyncio logs the exception a task ended with when nobody retrieved it: a simulated
+    crash of the instance is no news."""
+    error = record.exc_info[1] if record.exc_info else None
+    return not isinstance(error, InstanceCrashed)
+
+
+logging.getLogger("asyncio").addFilter(_not_a_crash)
 
 TopicPartition = namedtuple("TopicPartition", ["topic", "partition"])
 OffsetAndMetadata = namedtuple("OffsetAndMetadata", ["offset", "metadata"])
