@@ -130,7 +130,7 @@ def _switching(call: Callable[..., None], *args: Any) -> None:
     timer runs meanwhile, maybe with an event loop of its own. A crash stops the loop too:
     asyncio's tasks would keep the crash as their result and the loop would run on, but a
     crashed process runs nothing more."""
-    events = sys.modules.get("asyncio.events")
+    events: Any = sys.modules.get("asyncio.events")
     loop = None if events is None else events._get_running_loop()
     if loop is None:
         call(*args)

@@ -6,7 +6,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
 admin = KafkaAdminClient(bootstrap_servers="localhost:9092", client_id="setup")
-try:
+try:  # noqa: SIM105 - as the examples write it
     admin.create_topics(
         new_topics=[NewTopic(name="receipts", num_partitions=1, replication_factor=1)],
         validate_only=False,
