@@ -240,3 +240,14 @@ def test_the_import_guard_acts_during_runs_only() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
     )
     assert done.stdout.strip() == "ModuleNotFoundError"
+
+
+def test_confluent_kafka_aio_relay_holds(tmp_path: Path) -> None:
+    assert _explore(_app("confluent_aio_relay.py"), "at-least-once", tmp_path) == set()
+
+
+def test_confluent_kafka_aio_commit_without_awaiting_the_delivery_loses_records(
+    tmp_path: Path,
+) -> None:
+    kinds = _explore(_app("confluent_aio_relay.py", "--no-wait"), "at-least-once", tmp_path)
+    assert AnomalyKind.LOST in kinds

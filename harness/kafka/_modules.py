@@ -83,7 +83,7 @@ _TOP_ADMIN: Final = (
 
 
 def _confluent() -> dict[str, types.ModuleType]:
-    from harness.kafka import admin, confluent, serializing
+    from harness.kafka import admin, confluent, confluent_aio, serializing
 
     ck = _module("confluent_kafka", confluent, list(confluent.__all__))
     for name in ("SerializingProducer", "DeserializingConsumer"):
@@ -109,6 +109,7 @@ def _confluent() -> dict[str, types.ModuleType]:
         "confluent_kafka.error": error,
         "confluent_kafka.admin": _module("confluent_kafka.admin", admin, admin.__all__),
         "confluent_kafka.serialization": serialization,
+        "confluent_kafka.aio": _module("confluent_kafka.aio", confluent_aio, confluent_aio.__all__),
     }
 
 

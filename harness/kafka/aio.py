@@ -241,6 +241,40 @@ def _tp(tp: Any) -> tuple[str, int]:
     return (tp.topic, tp.partition)
 
 
+class Sender:
+    """A producer's background sender: scheduled on the loop when a record is queued, it
+    sends the queue (a fault point) when the application next lets the loop run, e.g. while
+    it awaits a delivery. Run as a loop callback, whose exceptions the loop would only log:
+    an error fails the waiting futures instead, and a crash also stops the loop."""
+
+    def __init__(self, flush: Callable[[], Any], ready: Callable[[], bool]) -> None:
+        self._flush = flush
+        self._ready = ready
+        self._due = False
+        self._pending: list[asyncio.Future[Any]] = []
+
+    def track(self, future: asyncio.Future[Any]) -> None:
+        self._pending.append(future)
+        if not self._due:
+            self._due = True
+            future.get_loop().call_soon(self._run)
+
+    def _run(self) -> None:
+        self._due = False
+        if not self._ready():
+            return
+        try:
+            self._flush()
+        except BaseException as exc:
+            pending, self._pending = self._pending, []
+            for future in pending:
+                if not future.done():
+                    future.set_exception(exc)
+            if not isinstance(exc, Exception):
+                asyncio.get_running_loop().stop()
+        self._pending = [f for f in self._pending if not f.done()]
+
+
 class AIOKafkaConsumer:
     """An aiokafka consumer of the simulated cluster (see the module docstring)."""
 
@@ -573,8 +607,10 @@ class AIOKafkaProducer:
         self._key_ser: Callable[[Any], bytes] | None = configs.get("key_serializer")
         self._value_ser: Callable[[Any], bytes] | None = configs.get("value_serializer")
         self._started = self._closed = False
-        self._sender_due = False
-        self._pending: list[asyncio.Future[Any]] = []
+        self._sender = Sender(
+            lambda: self._guard(self._inner.flush),
+            lambda: not self._closed and bool(len(self._inner)),
+        )
 
     def _guard(self, call: Callable[..., Any], *args: Any) -> Any:
         if self._closed:
@@ -611,24 +647,6 @@ class AIOKafkaProducer:
 
     async def flush(self) -> None:
         self._guard(self._inner.flush)
-
-    def _sender(self) -> None:
-        """aiokafka's sender task, when the loop runs it: the batch is sent. Run as a loop
-        callback, whose exceptions the loop would only log: an error fails the waiting
-        futures instead, and a crash of the instance also stops its loop."""
-        self._sender_due = False
-        if self._closed or not len(self._inner):
-            return
-        try:
-            self._guard(self._inner.flush)
-        except BaseException as exc:
-            pending, self._pending = self._pending, []
-            for future in pending:
-                if not future.done():
-                    future.set_exception(exc)
-            if not isinstance(exc, Exception):
-                asyncio.get_running_loop().stop()
-        self._pending = [f for f in self._pending if not f.done()]
 
     async def send(
         self,
@@ -674,10 +692,7 @@ class AIOKafkaProducer:
             tp = TopicPartition(topic, partition or 0)
             future.set_result(RecordMetadata(topic, tp.partition, tp, -1, -1, 0, 0))
         else:
-            self._pending.append(future)
-            if not self._sender_due:
-                self._sender_due = True
-                loop.call_soon(self._sender)
+            self._sender.track(future)
         return future
 
     async def send_and_wait(
