@@ -12,7 +12,8 @@ doubles (fresh module per instance, every client call a fault point); the aiokaf
 ``commit()`` under ``asyncio.run``: a fresh event loop per instance); the baseline is the
 same loop on ``ctx`` (``read``, ``emit``, ``commit``, ``offsets.put``). Hypothesis draws
 ``--examples`` schedules once (every fault but duplicate, seed 0); each processor then runs
-every schedule and checks its history with ``run_once``, ``--repeat`` times, best time kept.
+every schedule and checks its history with ``run_once``, ``--repeat`` rounds (each round
+runs every processor in turn), best time kept.
 Prints schedules/s for each and the ratio of each client consumer to ``ctx`` (target >= 0.5
 for both), and the mean history length of each (the client consumers make one more call per
 record, so their histories differ a little).
@@ -70,19 +71,28 @@ def draw(examples: int, topology: Topology) -> list[Schedule]:
     return drawn
 
 
-def rate(
-    processor: object, drawn: list[Schedule], topology: Topology, repeat: int
-) -> tuple[float, float]:
-    best = float("inf")
+def once(processor: object, drawn: list[Schedule], topology: Topology) -> tuple[float, float]:
+    """Seconds to run and check every drawn schedule, and the mean history length."""
     events: list[int] = []
+    started = time.perf_counter()
+    for schedule in drawn:
+        history, _ = run_once(processor, schedule, "at-least-once", topology=topology)  # type: ignore[arg-type]
+        events.append(len(history.events))
+    return time.perf_counter() - started, statistics.mean(events)
+
+
+def rates(
+    processors: dict[str, object], drawn: list[Schedule], topology: Topology, repeat: int
+) -> dict[str, tuple[float, float]]:
+    """``{name: (schedules/s, mean events)}``, the best of ``repeat`` rounds; each round runs
+    every processor in turn, so a load change on a shared machine hits them alike."""
+    best = dict.fromkeys(processors, float("inf"))
+    events = dict.fromkeys(processors, 0.0)
     for _ in range(repeat):
-        events = []
-        started = time.perf_counter()
-        for schedule in drawn:
-            history, _ = run_once(processor, schedule, "at-least-once", topology=topology)  # type: ignore[arg-type]
-            events.append(len(history.events))
-        best = min(best, time.perf_counter() - started)
-    return len(drawn) / best, statistics.mean(events)
+        for name, processor in processors.items():
+            seconds, events[name] = once(processor, drawn, topology)
+            best[name] = min(best[name], seconds)
+    return {name: (len(drawn) / best[name], events[name]) for name in processors}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,11 +114,13 @@ def main(argv: list[str] | None = None) -> int:
     drawn = draw(args.examples, topology)
     for processor in (ctx_consumer, app, aio):  # warm up: imports, compiled module
         run_once(processor, drawn[0], "at-least-once", topology=topology)
-    base, base_events = rate(ctx_consumer, drawn, topology, args.repeat)
+    measured = rates(
+        {"ctx": ctx_consumer, "confluent_kafka": app, "aiokafka": aio}, drawn, topology, args.repeat
+    )
+    base, base_events = measured.pop("ctx")
     print(f"schedules drawn: {len(drawn)} (every fault but duplicate, seed 0)")
     print(f"{'ctx consumer:':26} {base:8.1f} schedules/s  ({base_events:.1f} events per history)")
-    for name, processor in (("confluent_kafka", app), ("aiokafka", aio)):
-        speed, events = rate(processor, drawn, topology, args.repeat)
+    for name, (speed, events) in measured.items():
         ratio = speed / base
         verdict = "met" if ratio >= TARGET else "NOT met"
         print(

@@ -178,7 +178,7 @@ def _check_keys(client: str, given: Iterable[str], known: frozenset[str]) -> Non
 
 def _ready_work(loop: asyncio.AbstractEventLoop) -> bool:
     """Whether the loop has callbacks ready to run (another task, a scheduled sender)."""
-    return bool(getattr(loop, "_ready", ()))
+    return any(not handle.cancelled() for handle in getattr(loop, "_ready", ()))
 
 
 def _signal(loop: asyncio.AbstractEventLoop) -> bool:
@@ -250,17 +250,24 @@ class Sender:
     def __init__(self, flush: Callable[[], Any], ready: Callable[[], bool]) -> None:
         self._flush = flush
         self._ready = ready
-        self._due = False
+        self._due: asyncio.Handle | None = None
         self._pending: list[asyncio.Future[Any]] = []
 
     def track(self, future: asyncio.Future[Any]) -> None:
         self._pending.append(future)
-        if not self._due:
-            self._due = True
-            future.get_loop().call_soon(self._run)
+        if self._due is None:
+            self._due = future.get_loop().call_soon(self._run)
+
+    def run_now(self) -> None:
+        """Send now: the application waits for a delivery, and the sender is the callback it
+        waits for (running it before the loop's other ready work is one order the network
+        may give; it saves the loop two turns per record)."""
+        if self._due is not None:
+            self._due.cancel()
+        self._run()
 
     def _run(self) -> None:
-        self._due = False
+        self._due = None
         if not self._ready():
             return
         try:
@@ -699,6 +706,8 @@ class AIOKafkaProducer:
         self, topic: str, value: Any = None, key: Any = None, **kwargs: Any
     ) -> Any:
         future = await self.send(topic, value, key, **kwargs)
+        if not future.done():
+            self._sender.run_now()
         return await future
 
     def create_batch(self) -> Any:
