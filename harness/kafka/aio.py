@@ -49,7 +49,7 @@ from harness.kafka._broker import Runtime, current
 from harness.kafka._confluent_base import _CODES, ConsumerGroupMetadata, KafkaException, _Shutdown
 from harness.kafka._confluent_base import TopicPartition as _CKTopicPartition
 from harness.kafka._errors import NotModelled
-from harness.kafka._fetch import BEGINNING, END, Fetched, Fetcher
+from harness.kafka._fetch import BEGINNING, END, Fetched, Fetcher, commit_changed, deserialized
 from harness.kafka._producer import Producer
 from harness.kafka.lineage import RECORD_ID_HEADER
 from harness.sim.simulator import InstanceCrashed
@@ -330,10 +330,7 @@ class AIOKafkaConsumer:
     def _commit(self, offsets: dict[str, int]) -> None:
         if not self._group:
             raise IllegalOperation("Requires group_id")
-        due = {n: o for n, o in offsets.items() if self._committed.get(n) != o}
-        if due:
-            self._rt.broker.commit_offsets(self._rt, self._group, due, "commit")
-            self._committed.update(due)
+        commit_changed(self._rt, self._group, offsets, self._committed)
 
     def _cursor(self, tp: Any) -> Any:
         cursor = self._fetch.cursors.get(_tp(tp))
@@ -367,10 +364,7 @@ class AIOKafkaConsumer:
             return None
         if isinstance(got, Fetched):
             raise NoOffsetForPartitionError(TopicPartition(got.cursor.topic, got.cursor.partition))
-        key = got.key if self._key_de is None or got.key is None else self._key_de(got.key)
-        value = got.value
-        if self._value_de is not None and value is not None:
-            value = self._value_de(value)
+        key, value = deserialized(got, self._key_de, self._value_de)
         return ConsumerRecord(
             got.topic, got.partition, got.offset, got.timestamp, 0, key, value, None,
             len(got.key or b""), len(got.value or b""),

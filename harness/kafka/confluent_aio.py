@@ -68,26 +68,14 @@ class AIOConsumer:
         consumer = self._consumer
         consumer._enter("poll")
         consumer._serve()
-
-        def one() -> list[Message]:
-            message = consumer._next()
-            return [] if message is None else [message]
-
-        got = await self._wait(one, True)
+        got = await self._wait(consumer._one, True)
         return got[0] if got else None
 
     async def consume(self, num_messages: int = 1, timeout: float | None = None) -> list[Message]:
         consumer = self._consumer
         consumer._enter("consume")
         consumer._serve()
-
-        def batch() -> list[Message]:
-            messages: list[Message] = []
-            while len(messages) < num_messages and (m := consumer._next()) is not None:
-                messages.append(m)
-            return messages
-
-        result: list[Message] = await self._wait(batch, True)
+        result: list[Message] = await self._wait(lambda: consumer._batch(num_messages), True)
         return result
 
     async def subscribe(self, topics: list[str], **kwargs: Any) -> None:
