@@ -128,11 +128,12 @@ def double_modules() -> dict[str, types.ModuleType]:
     """``{module name: double}`` for every client module an application may import."""
     if _CACHE:
         return _CACHE
-    from harness.kafka import aio
+    from harness.kafka import aio, aio_admin
 
     _CACHE.update(_confluent())
     _CACHE.update(_kafka_python())
     _CACHE.update(aio.modules())
+    _CACHE.update(aio_admin.modules())
     for name, module in _CACHE.items():
         parent, _, child = name.rpartition(".")
         if parent in _CACHE:

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from harness.kafka import admin
 from harness.kafka._broker import Runtime, current
+from harness.kafka._confluent_base import _CODES
 from harness.kafka._errors import NotModelled
 from harness.kafka.kafka_python import (
     _COMMON,
@@ -101,18 +102,14 @@ class ConfigResource:
 class _Response:
     """What a request returns: ``topic_errors`` as ``(topic, error_code, message)``."""
 
-    def __init__(self, topics: Iterable[str]) -> None:
-        self.topic_errors = [(t, 0, None) for t in topics]
-        self.topic_error_codes = [(t, 0) for t in topics]
+    def __init__(self, results: Iterable[tuple[str, tuple[str, str] | None]]) -> None:
+        self.topic_errors = [
+            (t, 0, None) if e is None else (t, _CODES[e[0]], e[1]) for t, e in results
+        ]
+        self.topic_error_codes = [(t, code) for t, code, _ in self.topic_errors]
 
     def __repr__(self) -> str:
         return f"Response(topic_errors={self.topic_errors})"
-
-
-def _raise_first(errors: list[tuple[str, str]]) -> None:
-    if errors:
-        name, reason = errors[0]
-        raise _ERRORS[name](reason)
 
 
 _UNMODELLED: Final = frozenset(
@@ -131,6 +128,15 @@ class KafkaAdminClient:
             raise KafkaConfigurationError(f"Unrecognized configs: {extra}")
         self._rt: Runtime = current("kafka.KafkaAdminClient()")
         self._closed = False
+        self.raise_errors = True
+        """kafka-python raises the first topic error; aiokafka's admin client returns them."""
+
+    def _respond(self, results: list[tuple[str, tuple[str, str] | None]]) -> _Response:
+        errors = [e for _, e in results if e is not None]
+        if errors and self.raise_errors:
+            name, reason = errors[0]
+            raise _ERRORS[name](reason)
+        return _Response(results)
 
     def _enter(self) -> Runtime:
         if self._closed:
@@ -143,28 +149,19 @@ class KafkaAdminClient:
         self, new_topics: list[NewTopic], timeout_ms: int | None = None, validate_only: bool = False
     ) -> _Response:
         rt = self._enter()
-        errors = []
+        results = []
         for new in new_topics:
             if validate_only:
-                error = (
-                    None
-                    if new.name not in rt.broker.topics()
-                    else ("TOPIC_ALREADY_EXISTS", f"Topic '{new.name}' already exists.")
-                )
+                exists = ("TOPIC_ALREADY_EXISTS", f"Topic '{new.name}' already exists.")
+                error = exists if new.name in rt.broker.topics() else None
             else:
                 error = admin._create(rt, new.name, new.num_partitions, new.replication_factor)
-            if error is not None:
-                errors.append(error)
-        _raise_first(errors)
-        return _Response(n.name for n in new_topics)
+            results.append((new.name, error))
+        return self._respond(results)
 
     def delete_topics(self, topics: list[str], timeout_ms: int | None = None) -> _Response:
         rt = self._enter()
-        errors = [
-            e for t in topics if (e := admin._delete(rt, t, "KafkaAdminClient.delete_topics"))
-        ]
-        _raise_first(errors)
-        return _Response(topics)
+        return self._respond([(t, admin._delete(rt, t, "delete_topics")) for t in topics])
 
     def create_partitions(
         self,
@@ -173,15 +170,12 @@ class KafkaAdminClient:
         validate_only: bool = False,
     ) -> _Response:
         rt = self._enter()
-        errors = []
-        for topic, new in topic_partitions.items():
-            error = admin._add_partitions(
-                rt, topic, new.total_count, "KafkaAdminClient.create_partitions"
-            )
-            if error is not None:
-                errors.append(error)
-        _raise_first(errors)
-        return _Response(topic_partitions)
+        return self._respond(
+            [
+                (t, admin._add_partitions(rt, t, new.total_count, "create_partitions"))
+                for t, new in topic_partitions.items()
+            ]
+        )
 
     def list_topics(self) -> list[str]:
         return list(self._enter().broker.topics())

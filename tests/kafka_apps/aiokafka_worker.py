@@ -1,5 +1,6 @@
-"""An asyncio service: a reader task puts records on a queue, a worker task forwards each
-one and commits its offset, ``loop.add_signal_handler`` stops both on SIGTERM and the
+"""An asyncio service: it makes sure its output topic exists (``AIOKafkaAdminClient``,
+tolerating ``TOPIC_ALREADY_EXISTS``), then a reader task puts records on a queue, a worker
+task forwards each one and commits its offset, ``loop.add_signal_handler`` stops both on SIGTERM and the
 clients are stopped in ``finally``. ``--ack-early`` makes the reader commit as it queues
 (the work may be lost in a crash).
 """
@@ -9,6 +10,21 @@ import signal
 import sys
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+TOPIC_ALREADY_EXISTS = 36
+
+
+async def ensure_output_topic():
+    admin = AIOKafkaAdminClient(bootstrap_servers="localhost:9092")
+    await admin.start()
+    try:
+        response = await admin.create_topics([NewTopic("receipts", 1, 1)])
+        for topic, code, message in response.topic_errors:
+            if code not in (0, TOPIC_ALREADY_EXISTS):
+                raise SystemExit(f"cannot create {topic}: {message}")
+    finally:
+        await admin.close()
 
 
 async def reader(consumer, queue, ack_early):
@@ -29,6 +45,7 @@ async def worker(consumer, producer, queue, ack_early):
 
 async def main():
     ack_early = "--ack-early" in sys.argv
+    await ensure_output_topic()
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     consumer = AIOKafkaConsumer(
