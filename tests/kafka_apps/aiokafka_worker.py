@@ -1,8 +1,8 @@
 """An asyncio service: it makes sure its output topic exists (``AIOKafkaAdminClient``,
 tolerating ``TOPIC_ALREADY_EXISTS``), then a reader task puts records on a queue, a worker
-task forwards each one and commits its offset, ``loop.add_signal_handler`` stops both on SIGTERM and the
-clients are stopped in ``finally``. ``--ack-early`` makes the reader commit as it queues
-(the work may be lost in a crash).
+task forwards each one and commits its offset, ``loop.add_signal_handler`` stops both on
+SIGTERM and the clients are stopped in ``finally``. ``--ack-early`` makes the reader commit
+as it queues (the work may be lost in a crash).
 """
 
 import asyncio
