@@ -177,6 +177,11 @@ def test_admin_calls_answer_as_the_real_clients_do(tmp_path: Path) -> None:
     assert seen["kafka_python_exists"] == "TopicAlreadyExistsError"
     assert seen["kafka_python_topics"] == ["audit", "orders", "receipts"]
     assert seen["kafka_python_describe"] == [2]
+    assert seen["aiokafka_create"] == [
+        ["orders", 36, "Topic 'orders' already exists."],
+        ["fresh", 0, None],
+    ]
+    assert sorted(seen["aiokafka_topics"]) == ["audit", "fresh", "orders", "receipts"]
 
 
 def test_deleting_a_topic_the_run_checks_is_not_modelled(tmp_path: Path) -> None:

@@ -1,9 +1,12 @@
 """Admin and serialization calls whose answers tests/test_kafka_apis.py checks: the script
 writes what it observed, as JSON, to the file named by its first argument."""
 
+import asyncio
 import json
 import sys
 
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin import NewTopic as ANewTopic
 from confluent_kafka import Consumer, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
@@ -73,5 +76,18 @@ except TopicAlreadyExistsError:
 kadmin.create_topics([KNewTopic("audit", 2, 1)])
 seen["kafka_python_topics"] = sorted(kadmin.list_topics())
 seen["kafka_python_describe"] = [len(d["partitions"]) for d in kadmin.describe_topics(["audit"])]
+
+
+async def aiokafka_admin():
+    client = AIOKafkaAdminClient(bootstrap_servers="b:9092")
+    await client.start()
+    try:
+        response = await client.create_topics([ANewTopic("orders", 1, 1), ANewTopic("fresh", 2, 1)])
+        return response.topic_errors, await client.list_topics()
+    finally:
+        await client.close()
+
+
+seen["aiokafka_create"], seen["aiokafka_topics"] = asyncio.run(aiokafka_admin())
 with open(sys.argv[1], "w") as out:
     json.dump(seen, out)
