@@ -256,3 +256,16 @@ def test_confluent_kafka_aio_commit_without_awaiting_the_delivery_loses_records(
 ) -> None:
     kinds = _explore(_app("confluent_aio_relay.py", "--no-wait"), "at-least-once", tmp_path)
     assert AnomalyKind.LOST in kinds
+
+
+def test_a_module_level_get_event_loop_is_each_instances_own(tmp_path: Path) -> None:
+    """Old-style programs share ``get_event_loop()``'s loop within a process: a successor
+    must not find its zombie's loop running, nor a restart its crashed predecessor's."""
+    policy = asyncio.get_event_loop_policy()
+    before = getattr(policy, "_local", None) and policy._local._loop  # type: ignore[attr-defined]
+    app = _app("aiokafka_loop_style.py")
+    steps = (Produce(count=2), Run(calls=4), Takeover(), Run(calls=6), RunZombie(calls=6))
+    assert _once(app, *steps, Crash(), Run(calls=20)).status is Status.VALID
+    assert _explore(app, "at-least-once", tmp_path) == set()
+    after = getattr(policy, "_local", None) and policy._local._loop  # type: ignore[attr-defined]
+    assert after is before  # the thread's current loop is as it was

@@ -23,13 +23,13 @@ import greenlet
 
 from harness.history.events import EventKind
 from harness.kafka._errors import NotModelled, OutsideRun
+from harness.kafka._loops import LoopScope, switching
 from harness.kafka.lineage import Effect, Lineage, Produced, attribute
 from harness.log.dlsn import DLSN
 from harness.log.reader import LogReader
 from harness.log.record import LogRecord
 from harness.log.writer import LogWriter
 from harness.sim.records import decode_input, encode_output
-from harness.sim.simulator import InstanceCrashed
 
 if TYPE_CHECKING:
     from harness.sim.context import Context
@@ -124,27 +124,6 @@ def current(call: str) -> Runtime:
     return rt
 
 
-def _switching(call: Callable[..., None], *args: Any) -> None:
-    """``call`` (which may hand control to the simulator), outside the instance's running
-    asyncio loop: the loop is per thread, and another instance (a zombie, a successor) or a
-    timer runs meanwhile, maybe with an event loop of its own. A crash stops the loop too:
-    asyncio's tasks would keep the crash as their result and the loop would run on, but a
-    crashed process runs nothing more."""
-    events: Any = sys.modules.get("asyncio.events")
-    loop = None if events is None else events._get_running_loop()
-    if loop is None:
-        call(*args)
-        return
-    events._set_running_loop(None)
-    try:
-        call(*args)
-    except InstanceCrashed:
-        loop.stop()
-        raise
-    finally:
-        events._set_running_loop(loop)
-
-
 class Runtime:
     """One processor instance's link to the simulator and the broker."""
 
@@ -153,6 +132,7 @@ class Runtime:
         "broker",
         "ctx",
         "inst",
+        "loops",
         "shutdown_handler",
         "sim",
         "stopping",
@@ -172,17 +152,21 @@ class Runtime:
         self.shutdown_handler: Callable[[], bool] | None = None
         """Called when a parked client is shut down; True when the application's own
         signal handler ran (the call then returns empty instead of raising)."""
+        self.loops = LoopScope()
 
     def register(self) -> None:
+        self.loops.enter(first=not _RUNTIMES)
         _RUNTIMES[greenlet.getcurrent()] = self
 
     def unregister(self) -> None:
         _RUNTIMES.pop(greenlet.getcurrent(), None)
+        self.loops.leave(alone=not _RUNTIMES)
 
     def enter(self, point: str | None = None) -> None:
         """A fault point: the client is about to call the cluster (``point`` names the call
         for reports; default: the client method that calls this)."""
-        _switching(self.sim.enter, self.inst, point or f"kafka.{sys._getframe(1).f_code.co_name}")
+        name = point or f"kafka.{sys._getframe(1).f_code.co_name}"
+        switching(self.sim.enter, self.loops.loops, self.inst, name)
         if self.background:
             work, self.background = self.background, []
             for job in work:
@@ -191,8 +175,8 @@ class Runtime:
     def park(self) -> None:
         """Wait for input; the simulator resumes the instance on the next run step."""
         if self.inst.dead:  # a crashed instance's code runs on (its event loop's other tasks)
-            _switching(self.sim.enter, self.inst, "kafka.park")  # refused: InstanceCrashed
-        _switching(self.sim.block, self.inst)
+            switching(self.sim.enter, self.loops.loops, self.inst, "kafka.park")  # refused
+        switching(self.sim.block, self.loops.loops, self.inst)
 
     def choose(self, options: int) -> int:
         return self.sim.choose(self.inst, options) if options > 1 else 0
