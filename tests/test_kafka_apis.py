@@ -177,6 +177,7 @@ def test_admin_calls_answer_as_the_real_clients_do(tmp_path: Path) -> None:
     assert seen["kafka_python_exists"] == "TopicAlreadyExistsError"
     assert seen["kafka_python_topics"] == ["audit", "orders", "receipts"]
     assert seen["kafka_python_describe"] == [2]
+    assert seen["kafka_python_consumer"] == [["audit", "orders", "receipts"], [0, 1]]
     assert seen["aiokafka_create"] == [
         ["orders", 36, "Topic 'orders' already exists."],
         ["fresh", 0, None],

@@ -420,8 +420,6 @@ class AIOKafkaConsumer:
             raise NotModelled("AIOKafkaConsumer.subscribe(pattern=...)", "regex subscriptions")
         if isinstance(topics, str):
             topics = (topics,)
-        if not self._group:
-            raise ValueError("Subscribing to topics requires group_id (use assign())")
         for topic in topics:
             self._rt.broker.partitions_of(topic, "subscribe")
         self._topics, self._assigned, self._listener = tuple(topics), None, listener
@@ -520,13 +518,11 @@ class AIOKafkaConsumer:
         }
 
     async def topics(self) -> set[str]:
-        rt = self._enter()
-        return set(rt.broker.wiring.inputs)
+        return set(self._enter().broker.topics())
 
     def partitions_for_topic(self, topic: str) -> set[int] | None:
-        if topic not in self._rt.broker.wiring.inputs:
-            return None
-        return set(range(self._rt.broker.wiring.partitions))
+        count = self._rt.broker.topics().get(topic)
+        return None if count is None else set(range(count))
 
     async def commit(self, offsets: dict[Any, Any] | None = None) -> None:
         rt = self._enter()

@@ -346,10 +346,16 @@ class KafkaConsumer:
         self._fetch.assign((), "close")
         self._closed = True
 
+    def topics(self) -> set[str]:
+        """The cluster's topics (a fault point: a metadata request)."""
+        return set(self._enter().broker.topics())
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        count = self._rt.broker.topics().get(topic)
+        return None if count is None else set(range(count))
+
     def __getattr__(self, name: str) -> Any:
         if name in (
-            "topics",
-            "partitions_for_topic",
             "offsets_for_times",
             "metrics",
             "unsubscribe",

@@ -23,7 +23,7 @@ from confluent_kafka.serialization import (
     SerializationError,
     StringSerializer,
 )
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, KafkaConsumer
 from kafka.admin import NewTopic as KNewTopic
 from kafka.errors import TopicAlreadyExistsError
 
@@ -76,6 +76,11 @@ except TopicAlreadyExistsError:
 kadmin.create_topics([KNewTopic("audit", 2, 1)])
 seen["kafka_python_topics"] = sorted(kadmin.list_topics())
 seen["kafka_python_describe"] = [len(d["partitions"]) for d in kadmin.describe_topics(["audit"])]
+kconsumer = KafkaConsumer(bootstrap_servers="b:9092")
+seen["kafka_python_consumer"] = [
+    sorted(kconsumer.topics()),
+    sorted(kconsumer.partitions_for_topic("audit")),
+]
 
 
 async def aiokafka_admin():
