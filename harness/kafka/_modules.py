@@ -28,9 +28,18 @@ def _module(name: str, source: object, names: Sequence[str]) -> types.ModuleType
     return module
 
 
-def _modelled(top: str) -> str:
+_HINTS: Final = {
+    "confluent_kafka.schema_registry": "Schema Registry serializers (Avro, JSON Schema, "
+    "Protobuf) have no in-process registry here",
+    "confluent_kafka.avro": "the legacy Avro clients need a Schema Registry, not modelled here",
+}
+
+
+def _modelled(name: str) -> str:
+    top = name.partition(".")[0]
     names = sorted(n for n in _CACHE if n == top or n.startswith(top + "."))
-    return f"the modelled modules of {top} are {', '.join(names)}"
+    hint = next((h for m, h in _HINTS.items() if name == m or name.startswith(m + ".")), "")
+    return (f"{hint}; " if hint else "") + f"the modelled modules of {top} are {', '.join(names)}"
 
 
 def _missing(module: types.ModuleType) -> Callable[[str], Any]:
@@ -64,7 +73,7 @@ class _Guard(importlib.abc.MetaPathFinder):
             return None
         if sys.modules.get(top) is not _CACHE.get(top):
             return None  # not during a run: the real package, if installed, is imported
-        raise NotModelled(f"import {fullname}", _modelled(top))
+        raise NotModelled(f"import {fullname}", _modelled(fullname))
 
 
 _GUARD: Final = _Guard()
