@@ -270,3 +270,14 @@ def test_a_module_level_get_event_loop_is_each_instances_own(tmp_path: Path) -> 
     assert _explore(app, "at-least-once", tmp_path) == set()
     after = getattr(policy, "_local", None) and policy._local._loop  # type: ignore[attr-defined]
     assert after is before  # the thread's current loop is as it was
+
+
+def test_asyncio_sleeps_take_no_real_time(tmp_path: Path) -> None:
+    """The simulated world has no clock: a loop with only timers pending moves its clock on
+    at once (the skew of the loop's clock over real time is the time skipped)."""
+    report = tmp_path / "clock.json"
+    app = _app("aiokafka_sleepy.py", str(report))
+    assert _once(app, Produce(count=3), Run(calls=30)).status is Status.VALID
+    loop_elapsed, real_elapsed = json.loads(report.read_text())
+    assert loop_elapsed >= 30 and loop_elapsed - real_elapsed > 0
+    assert _explore(app, "at-least-once", tmp_path) == set()

@@ -13,18 +13,55 @@ thread (greenlets), and asyncio keeps its *running* loop and its *current* loop
   restarted instance gets a loop of its own, not its crashed predecessor's (with that one's
   tasks still in it), and a takeover's successor does not find its zombie's loop running.
 
+* a loop with only timers pending moves its clock on at once (:class:`_NoWaitSelector`):
+  the simulated world has no clock, and ``asyncio.sleep`` back-offs would cost real time.
+
 Nothing here imports asyncio: an application that never imports it pays nothing.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
 from harness.sim.simulator import InstanceCrashed
 
 __all__ = ["LoopScope", "switching"]
+
+
+class _NoWaitSelector:
+    """A loop's selector that does not wait for timers: when only a timer is pending (no
+    socket of the application's own is open), the time passes at once. Real I/O and
+    threads waking the loop still wait for real."""
+
+    def __init__(self, loop: Any, real: Any) -> None:
+        self._loop = loop
+        self._real = real
+
+    def select(self, timeout: float | None = None) -> Any:
+        if timeout is None or timeout <= 0:
+            return self._real.select(timeout)
+        ready = self._real.select(0)
+        if ready or len(self._real.get_map()) > self._loop._internal_fds:
+            return ready or self._real.select(timeout)
+        self._loop._harness_skew += timeout
+        return []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def _no_waiting(loop: Any) -> None:
+    """Make ``asyncio.sleep`` and other timers of ``loop`` take no real time (the simulated
+    world has no clock: time passes as the schedule's ``Tick``)."""
+    selector = getattr(loop, "_selector", None)
+    if selector is None or not hasattr(loop, "_internal_fds") or hasattr(loop, "_harness_skew"):
+        return
+    loop._harness_skew = 0.0
+    loop._selector = _NoWaitSelector(loop, selector)
+    loop.time = lambda: time.monotonic() + loop._harness_skew
 
 
 def switching(call: Callable[..., None], loops: set[Any], *args: Any) -> None:
@@ -35,7 +72,9 @@ def switching(call: Callable[..., None], loops: set[Any], *args: Any) -> None:
     if loop is None:
         call(*args)
         return
-    loops.add(loop)
+    if loop not in loops:
+        loops.add(loop)
+        _no_waiting(loop)
     events._set_running_loop(None)
     try:
         call(*args)
