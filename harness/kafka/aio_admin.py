@@ -16,13 +16,7 @@ from typing import Any, Final
 from harness.kafka._errors import NotModelled
 from harness.kafka.aio import _BadArgument
 from harness.kafka.kafka_python import KafkaConfigurationError
-from harness.kafka.kafka_python_admin import (
-    ConfigResource,
-    ConfigResourceType,
-    KafkaAdminClient,
-    NewPartitions,
-    NewTopic,
-)
+from harness.kafka.kafka_python_admin import KafkaAdminClient, admin_module
 
 __all__ = ["AIOKafkaAdminClient", "modules"]
 
@@ -64,13 +58,4 @@ class AIOKafkaAdminClient:
 
 def modules() -> dict[str, types.ModuleType]:
     """``aiokafka.admin``."""
-    module = types.ModuleType("aiokafka.admin", "The harness's double of aiokafka.admin.")
-    names: dict[str, Any] = {
-        "AIOKafkaAdminClient": AIOKafkaAdminClient, "NewTopic": NewTopic,
-        "NewPartitions": NewPartitions, "ConfigResource": ConfigResource,
-        "ConfigResourceType": ConfigResourceType,
-    }  # fmt: skip
-    for name, value in names.items():
-        setattr(module, name, value)
-    module.__all__ = list(names)  # type: ignore[attr-defined]
-    return {"aiokafka.admin": module}
+    return {"aiokafka.admin": admin_module("aiokafka.admin", AIOKafkaAdminClient)}

@@ -28,7 +28,7 @@ from harness.kafka.kafka_python import (
     TopicPartition,
 )
 
-__all__ = ["KafkaAdminClient", "NewPartitions", "NewTopic", "modules"]
+__all__ = ["KafkaAdminClient", "NewPartitions", "NewTopic", "admin_module", "modules"]
 
 
 class TopicAlreadyExistsError(KafkaError):
@@ -247,19 +247,22 @@ class KafkaAdminClient:
         raise AttributeError(f"'KafkaAdminClient' object has no attribute {name!r}")
 
 
-def modules() -> dict[str, types.ModuleType]:
-    """``kafka.admin``, and the errors its calls raise (added to ``kafka.errors`` by the
-    caller)."""
-    module = types.ModuleType("kafka.admin", "The harness's in-process double of kafka.admin.")
+def admin_module(name: str, client: type) -> types.ModuleType:
+    """An admin module double (``kafka.admin``, ``aiokafka.admin``) around ``client``."""
+    module = types.ModuleType(name, f"The harness's in-process double of {name}.")
     names: dict[str, Any] = {
-        "KafkaAdminClient": KafkaAdminClient, "NewTopic": NewTopic,
-        "NewPartitions": NewPartitions, "ConfigResource": ConfigResource,
-        "ConfigResourceType": ConfigResourceType,
+        client.__name__: client, "NewTopic": NewTopic, "NewPartitions": NewPartitions,
+        "ConfigResource": ConfigResource, "ConfigResourceType": ConfigResourceType,
     }  # fmt: skip
-    for name, value in names.items():
-        setattr(module, name, value)
+    for attr, value in names.items():
+        setattr(module, attr, value)
     module.__all__ = list(names)  # type: ignore[attr-defined]
-    return {"kafka.admin": module}
+    return module
+
+
+def modules() -> dict[str, types.ModuleType]:
+    """``kafka.admin`` (its errors are added to ``kafka.errors`` by the caller)."""
+    return {"kafka.admin": admin_module("kafka.admin", KafkaAdminClient)}
 
 
 ERRORS: Final = tuple(_ERRORS.values())
