@@ -77,8 +77,8 @@ def test_kafka_python_rejects_an_unknown_config_key() -> None:
 
 
 def test_an_unmodelled_call_raises_naming_it() -> None:
-    app = _app("list_topics")
-    with pytest.raises(NotModelled, match=r"Consumer.list_topics\(\) is not modelled"):
+    app = _app("offsets_for_times")
+    with pytest.raises(NotModelled, match=r"Consumer.offsets_for_times\(\) is not modelled"):
         harness.run_once(app, Schedule([Run(calls=5)]), "at-least-once", topology=app.topology)
 
 

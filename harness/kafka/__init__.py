@@ -1,7 +1,8 @@
 """Unchanged Kafka client code under the fault simulator.
 
 :class:`KafkaApp` turns a script (``app.py`` with its arguments), a ``module:function`` or a
-function written against ``confluent_kafka`` or ``kafka`` (kafka-python) into a processor for
+function written against ``confluent_kafka``, ``kafka`` (kafka-python) or ``aiokafka`` (asyncio
+code runs its event loop inside the processor instance) into a processor for
 :func:`harness.explore`: for each processor instance the code is imported afresh with the
 harness's in-process doubles of those client packages in their place (the real packages are
 never imported), every client call is a fault point, and what the application produces is

@@ -23,6 +23,7 @@ import greenlet
 
 from harness.history.events import EventKind
 from harness.kafka._errors import NotModelled, OutsideRun
+from harness.kafka._loops import LoopScope, switching
 from harness.kafka.lineage import Effect, Lineage, Produced, attribute
 from harness.log.dlsn import DLSN
 from harness.log.reader import LogReader
@@ -131,6 +132,7 @@ class Runtime:
         "broker",
         "ctx",
         "inst",
+        "loops",
         "shutdown_handler",
         "sim",
         "stopping",
@@ -150,28 +152,34 @@ class Runtime:
         self.shutdown_handler: Callable[[], bool] | None = None
         """Called when a parked client is shut down; True when the application's own
         signal handler ran (the call then returns empty instead of raising)."""
+        self.loops = LoopScope()
 
     def register(self) -> None:
+        self.loops.enter(first=not _RUNTIMES)
         _RUNTIMES[greenlet.getcurrent()] = self
 
     def unregister(self) -> None:
         _RUNTIMES.pop(greenlet.getcurrent(), None)
+        self.loops.leave(alone=not _RUNTIMES)
 
     def enter(self, point: str | None = None) -> None:
         """A fault point: the client is about to call the cluster (``point`` names the call
         for reports; default: the client method that calls this)."""
-        self.sim.enter(self.inst, point or f"kafka.{sys._getframe(1).f_code.co_name}")
+        name = point or f"kafka.{sys._getframe(1).f_code.co_name}"
+        switching(self.sim.enter, self.loops.loops, self.inst, name)
         if self.background:
             work, self.background = self.background, []
             for job in work:
                 job()
 
-    def choose(self, options: int) -> int:
-        return self.sim.choose(self.inst, options) if options > 1 else 0
-
     def park(self) -> None:
         """Wait for input; the simulator resumes the instance on the next run step."""
-        self.sim.block(self.inst)
+        if self.inst.dead:  # a crashed instance's code runs on (its event loop's other tasks)
+            switching(self.sim.enter, self.loops.loops, self.inst, "kafka.park")  # refused
+        switching(self.sim.block, self.loops.loops, self.inst)
+
+    def choose(self, options: int) -> int:
+        return self.sim.choose(self.inst, options) if options > 1 else 0
 
     @property
     def process(self) -> int:
@@ -193,6 +201,8 @@ class Broker:
         self.txn_owner: dict[str, Any] = {}
         self._writers: dict[str, LogWriter] = {}
         self._offsets: dict[str, int] = dict.fromkeys(wiring.outputs + wiring.unchecked, 0)
+        self.created: dict[str, int] = {}
+        """Topics an admin client created during the run, and their partition counts."""
 
     @classmethod
     def of(cls, world: World, wiring: Wiring) -> Broker:
@@ -224,6 +234,11 @@ class Broker:
         if type(partition) is not int or not 0 <= partition < count:
             raise NotModelled(f"{call} on {topic} [{partition}]", f"{topic!r} has {count}")
         return self.names[(topic, partition)]
+
+    def topics(self) -> dict[str, int]:
+        """Every topic of the cluster and its partition count (output topics have one)."""
+        declared = dict.fromkeys(self.wiring.inputs, self.wiring.partitions)
+        return {**declared, **dict.fromkeys(self._offsets, 1), **self.created}
 
     def watermarks(self, name: str) -> tuple[int, int]:
         return self.world.low_watermark[name], len(self.world.dlsns[name])

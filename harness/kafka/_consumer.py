@@ -24,7 +24,7 @@ __all__ = ["Consumer"]
 
 _Callback = Callable[..., Any] | None
 _UNMODELLED = frozenset(
-    {"list_topics", "offsets_for_times", "set_sasl_credentials", "io_event_enable",
+    {"offsets_for_times", "set_sasl_credentials", "io_event_enable",
      "seek_partitions", "rebalance_protocol", "list_groups"}
 )  # fmt: skip
 
@@ -153,6 +153,16 @@ class Consumer:
             self._stored[self._rt.broker.names[(got.topic, got.partition)]] = got.offset + 1
         return Message._of(got)
 
+    def _one(self) -> list[Message]:
+        message = self._next()
+        return [] if message is None else [message]
+
+    def _batch(self, size: int) -> list[Message]:
+        messages: list[Message] = []
+        while len(messages) < size and (m := self._next()) is not None:
+            messages.append(m)
+        return messages
+
     # -- the API -----------------------------------------------------------------------
 
     def subscribe(
@@ -211,12 +221,7 @@ class Consumer:
     def poll(self, timeout: float | None = None) -> Message | None:
         self._enter("poll")
         self._serve()
-
-        def one() -> list[Message]:
-            message = self._next()
-            return [] if message is None else [message]
-
-        got = self._wait_for(one)
+        got = self._wait_for(self._one)
         return got[0] if got else None
 
     def consume(self, num_messages: int = 1, timeout: float | None = None) -> list[Message]:
@@ -224,14 +229,7 @@ class Consumer:
         if type(num_messages) is not int or not 1 <= num_messages <= 1_000_000:
             raise ValueError("num_messages must be between 0 and 1000000 (1M)")
         self._serve()
-
-        def batch() -> list[Message]:
-            messages: list[Message] = []
-            while len(messages) < num_messages and (m := self._next()) is not None:
-                messages.append(m)
-            return messages
-
-        return self._wait_for(batch)
+        return self._wait_for(lambda: self._batch(num_messages))
 
     def _offsets_of(
         self, message: Message | None, offsets: list[TopicPartition] | None
@@ -379,6 +377,13 @@ class Consumer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        """The cluster's topics (``confluent_kafka.admin.ClusterMetadata``)."""
+        from harness.kafka.admin import cluster_metadata
+
+        self._rt.enter()
+        return cluster_metadata(self._rt, topic)
 
     def __getattr__(self, name: str) -> Any:
         if name in _UNMODELLED:

@@ -5,12 +5,13 @@ among ready partitions)."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from harness.kafka._broker import Cursor, InputRecord, Runtime
 
-__all__ = ["BEGINNING", "END", "Event", "Fetched", "Fetcher"]
+__all__ = ["BEGINNING", "END", "Event", "Fetched", "Fetcher", "commit_changed", "deserialized"]
 
 BEGINNING, END = -2, -1
 """Logical offsets (librdkafka's ``OFFSET_BEGINNING`` / ``OFFSET_END``); any other negative
@@ -115,3 +116,25 @@ class Fetcher:
 
     def positions(self) -> dict[str, int]:
         return {c.name: c.position for c in self.cursors.values() if c.position is not None}
+
+
+def commit_changed(
+    rt: Runtime, group: str, offsets: dict[str, int], committed: dict[str, int]
+) -> None:
+    """Commit the offsets that differ from the ones this consumer last committed
+    (``committed``, updated), as kafka-python and aiokafka skip unchanged positions."""
+    due = {n: o for n, o in offsets.items() if committed.get(n) != o}
+    if due:
+        rt.broker.commit_offsets(rt, group, due, "commit")
+        committed.update(due)
+
+
+def deserialized(
+    record: InputRecord,
+    key_de: Callable[[bytes], Any] | None,
+    value_de: Callable[[bytes], Any] | None,
+) -> tuple[Any, Any]:
+    """The record's key and value through the consumer's deserializers (None stays None)."""
+    key = record.key if key_de is None or record.key is None else key_de(record.key)
+    value = record.value if value_de is None or record.value is None else value_de(record.value)
+    return key, value

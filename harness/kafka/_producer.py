@@ -24,7 +24,7 @@ from harness.kafka.lineage import Produced
 
 __all__ = ["Producer"]
 
-_UNMODELLED: Final = frozenset({"list_topics", "set_sasl_credentials", "purge"})
+_UNMODELLED: Final = frozenset({"set_sasl_credentials", "purge"})
 _READY, _IN_TXN, _NOT_INIT = "Ready", "InTransaction", "Init"
 
 
@@ -229,6 +229,13 @@ class Producer:
         purged = KafkaError(_CODES["_PURGE_QUEUE"], "Purged in queue")
         self._reports.extend((o, cb, purged) for o, cb in self._txn_outputs)
         self._abort_open()
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        """The cluster's topics (``confluent_kafka.admin.ClusterMetadata``)."""
+        from harness.kafka.admin import cluster_metadata
+
+        self._rt.enter()
+        return cluster_metadata(self._rt, topic)
 
     def __getattr__(self, name: str) -> Any:
         if name in _UNMODELLED:

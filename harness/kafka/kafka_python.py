@@ -27,7 +27,7 @@ from harness.errors import ConfigError
 from harness.kafka._broker import Output, Runtime, current
 from harness.kafka._confluent_base import IdleWait
 from harness.kafka._errors import NotModelled
-from harness.kafka._fetch import BEGINNING, END, Fetched, Fetcher
+from harness.kafka._fetch import BEGINNING, END, Fetched, Fetcher, commit_changed, deserialized
 from harness.kafka.lineage import RECORD_ID_HEADER, Produced
 
 __all__ = ["KafkaConsumer", "KafkaProducer", "modules"]
@@ -165,10 +165,7 @@ class KafkaConsumer:
     def _commit(self, offsets: dict[str, int]) -> None:
         if not self._group:
             raise KafkaError("Requires group_id")
-        due = {n: o for n, o in offsets.items() if self._committed.get(n) != o}
-        if due:
-            self._rt.broker.commit_offsets(self._rt, self._group, due, "commit")
-            self._committed.update(due)
+        commit_changed(self._rt, self._group, offsets, self._committed)
 
     def _offsets(self, offsets: dict[Any, Any] | None) -> dict[str, int]:
         if offsets is None:
@@ -186,10 +183,7 @@ class KafkaConsumer:
             return None
         if isinstance(got, Fetched):
             raise NoOffsetForPartitionError(TopicPartition(got.cursor.topic, got.cursor.partition))
-        key = got.key if self._key_de is None or got.key is None else self._key_de(got.key)
-        value = got.value
-        if self._value_de is not None and value is not None:
-            value = self._value_de(value)
+        key, value = deserialized(got, self._key_de, self._value_de)
         headers = [(RECORD_ID_HEADER, got.record_id.encode())]
         return ConsumerRecord(
             got.topic, got.partition, -1, got.offset, got.timestamp, 0, key, value, headers,
@@ -352,10 +346,16 @@ class KafkaConsumer:
         self._fetch.assign((), "close")
         self._closed = True
 
+    def topics(self) -> set[str]:
+        """The cluster's topics (a fault point: a metadata request)."""
+        return set(self._enter().broker.topics())
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        count = self._rt.broker.topics().get(topic)
+        return None if count is None else set(range(count))
+
     def __getattr__(self, name: str) -> Any:
         if name in (
-            "topics",
-            "partitions_for_topic",
             "offsets_for_times",
             "metrics",
             "unsubscribe",

@@ -16,8 +16,8 @@ def bad_value() -> None:
     Consumer({**CONF, "auto.offset.reset": "oldest"})
 
 
-def list_topics() -> None:
-    Consumer(CONF).list_topics()
+def offsets_for_times() -> None:
+    Consumer(CONF).offsets_for_times([])
 
 
 def close_commits() -> None:

@@ -1,0 +1,136 @@
+"""asyncio event loops of processor instances that share one thread.
+
+Every processor instance is a process of its own in the simulated world, but all run in one
+thread (greenlets), and asyncio keeps its *running* loop and its *current* loop
+(``get_event_loop()``) per thread. So, for an application that runs an event loop:
+
+* a fault point leaves the running loop while control is elsewhere (:func:`switching`): a
+  zombie and its successor each run a loop of their own, and a timer runs outside both;
+* a crash stops the loop at once: asyncio's tasks would keep the crash as their result and
+  the loop would run on, but a crashed process runs nothing more;
+* each instance starts without a current loop and its loops are closed when it ends
+  (:class:`LoopScope`), as a process's are when it exits: ``asyncio.get_event_loop()`` in a
+  restarted instance gets a loop of its own, not its crashed predecessor's (with that one's
+  tasks still in it), and a takeover's successor does not find its zombie's loop running.
+
+* a loop with only timers pending moves its clock on at once (:class:`_NoWaitSelector`):
+  the simulated world has no clock, and ``asyncio.sleep`` back-offs would cost real time.
+
+Nothing here imports asyncio: an application that never imports it pays nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from harness.sim.simulator import InstanceCrashed
+
+__all__ = ["LoopScope", "switching"]
+
+
+class _NoWaitSelector:
+    """A loop's selector that does not wait for timers: when only a timer is pending (no
+    socket of the application's own is open), the time passes at once. Real I/O and
+    threads waking the loop still wait for real."""
+
+    def __init__(self, loop: Any, real: Any) -> None:
+        self._loop = loop
+        self._real = real
+
+    def select(self, timeout: float | None = None) -> Any:
+        if timeout is None or timeout <= 0:
+            return self._real.select(timeout)
+        ready = self._real.select(0)
+        if ready or len(self._real.get_map()) > self._loop._internal_fds:
+            return ready or self._real.select(timeout)
+        self._loop._harness_skew += timeout
+        return []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def _no_waiting(loop: Any) -> None:
+    """Make ``asyncio.sleep`` and other timers of ``loop`` take no real time (the simulated
+    world has no clock: time passes as the schedule's ``Tick``)."""
+    selector = getattr(loop, "_selector", None)
+    if selector is None or not hasattr(loop, "_internal_fds") or hasattr(loop, "_harness_skew"):
+        return
+    loop._harness_skew = 0.0
+    loop._selector = _NoWaitSelector(loop, selector)
+    loop.time = lambda: time.monotonic() + loop._harness_skew
+
+
+def switching(call: Callable[..., None], loops: set[Any], *args: Any) -> None:
+    """``call(*args)`` (which may hand control to the simulator) outside the instance's
+    running loop, which is added to ``loops``; a crash stops it."""
+    events: Any = sys.modules.get("asyncio.events")
+    loop = None if events is None else events._get_running_loop()
+    if loop is None:
+        call(*args)
+        return
+    if loop not in loops:
+        loops.add(loop)
+        _no_waiting(loop)
+    events._set_running_loop(None)
+    try:
+        call(*args)
+    except InstanceCrashed:
+        loop.stop()
+        raise
+    finally:
+        events._set_running_loop(loop)
+
+
+def _local() -> Any:
+    """The default policy's per-thread state (``_loop``, ``_set_called``), if asyncio is
+    imported and the policy has one."""
+    events: Any = sys.modules.get("asyncio.events")
+    if events is None:
+        return None
+    return getattr(events.get_event_loop_policy(), "_local", None)
+
+
+_OUTER: list[tuple[Any, bool]] = []
+"""The thread's current-loop state before the first live instance started (restored when the
+last one ends)."""
+
+
+class LoopScope:
+    """An instance's loops, from its start to its end."""
+
+    __slots__ = ("loops",)
+
+    def __init__(self) -> None:
+        self.loops: set[Any] = set()
+        """The loops the instance ran (seen at its fault points)."""
+
+    def enter(self, first: bool) -> None:
+        """The instance starts (``first``: no other is alive) without a current loop."""
+        local = _local()
+        if local is None:
+            return
+        if first:
+            _OUTER[:] = [(getattr(local, "_loop", None), getattr(local, "_set_called", False))]
+        local._loop, local._set_called = None, False
+
+    def leave(self, alone: bool) -> None:
+        """The instance ended; ``alone``: no other instance is alive (a current loop that is
+        not the thread's own is then this instance's, even if it never ran)."""
+        local = _local()
+        current = None if local is None else getattr(local, "_loop", None)
+        outer = _OUTER[0] if _OUTER else (None, False)
+        if alone and current is not None and current is not outer[0]:
+            self.loops.add(current)  # made by get_event_loop(), maybe never run
+        for loop in self.loops:
+            if not loop.is_running() and not loop.is_closed():
+                loop.close()
+        if local is not None and alone:
+            local._loop, local._set_called = outer
+            _OUTER.clear()
+        elif local is not None and current in self.loops:
+            local._loop, local._set_called = None, False  # a live instance makes its own
+        self.loops.clear()
