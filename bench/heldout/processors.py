@@ -418,12 +418,14 @@ def _shared_budget(ctx: Context, *, per_partition_offsets: bool) -> None:
             for r in buf:
                 out.emit(r)
         out.commit()
+        head = _head(buffered)
         for p, buf in buffered.items():
             if buf:
                 ctx.offsets.put(p, buf[-1].next)
-            elif not per_partition_offsets and size:
+            elif not per_partition_offsets:
                 # "an empty buffer means the partition is caught up": store the head
-                ctx.offsets.put(p, _head(buffered))
+                ctx.offsets.put(p, head)
+        for buf in buffered.values():
             buf.clear()
         size = 0
 
