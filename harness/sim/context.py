@@ -231,7 +231,7 @@ class Offsets:
             world.check_partition(partition)
             if type(dlsn) is not DLSN:
                 raise ConfigError(f"offset for {partition!r} must be a DLSN, got {dlsn!r}")
-            positions[partition] = world.position(partition, dlsn)
+            positions[partition] = world.commit_position(partition, dlsn)
         puts = self._entries(tables, "tables")
         added = self._entries(increments, "increments")
         both = sorted({(t, k) for t, k, _ in puts} & {(t, k) for t, k, _ in added})
