@@ -41,6 +41,7 @@ __all__ = [
     "BIG_BATCH",
     "COUNTS",
     "DURABLE_COUNTS",
+    "DURABLE_TWO_PARTITIONS",
     "PITFALLS",
     "RESENDING",
     "ROWS",
@@ -58,6 +59,9 @@ COUNTS = Topology(sinks={"counts": table_sink("count")})
 DURABLE_COUNTS = Topology(sinks={"counts": table_sink("count")}, offset_sync=True)
 """Counts in a store whose writes are synced (a transactional store's commits are durable)."""
 TWO_PARTITIONS = Topology(partitions=2)
+DURABLE_TWO_PARTITIONS = Topology(partitions=2, offset_sync=True)
+"""Two partitions, a store whose writes are synced (a transactional store's commits are
+durable)."""
 TWO_SINKS = Topology(sinks={"even": log_sink(), "odd": log_sink()})
 ROWS = Topology(sinks={"rows": log_sink(upsert=True)})
 """An upsert sink: one row per key, the last written."""
@@ -608,6 +612,95 @@ def skip_poison_records(ctx: Context) -> None:
     _forward_values(ctx, falsy=False)
 
 
+# -- 21. a catch-up after a restart that keeps the latest record per key ----------------------
+
+
+CATCH_UP = 5
+"""A restart that finds this many records waiting catches up in bulk."""
+
+
+def _catch_up(ctx: Context, *, latest_only: bool) -> None:
+    out = ctx.output("out")
+    stored = ctx.offsets.get(P)
+    source = ctx.read(P, stored)
+    if stored is not None:  # a restart: what waits is a backlog, caught up in one flush
+        backlog: list[Delivery] = []
+        while (record := source.poll()) is not None:
+            backlog.append(record)
+        if len(backlog) >= CATCH_UP:  # lagging: catch up in bulk
+            latest = {r.key: r for r in backlog}  # "only a key's latest state matters"
+            for record in (
+                sorted(latest.values(), key=lambda r: r.offset) if latest_only else backlog
+            ):
+                out.emit(record)
+            out.commit()
+            ctx.offsets.put(P, backlog[-1].next)
+        else:
+            for record in backlog:
+                out.emit(record)
+                out.commit()
+                ctx.offsets.put(P, record.next)
+    for record in source:
+        out.emit(record)
+        out.commit()
+        ctx.offsets.put(P, record.next)
+
+
+def catch_up_latest_per_key(ctx: Context) -> None:
+    """Bug (at-least-once): a restart that finds a backlog of five records or more catches
+    up in one flush that keeps only the latest record of each key, as if the output were a
+    table; every record's output is expected, so an earlier record of a repeated key is
+    lost. Only a restart with that much input waiting takes the path: input produced while
+    the processor was down."""
+    _catch_up(ctx, latest_only=True)
+
+
+def catch_up_every_record(ctx: Context) -> None:
+    """Correct: the catch-up flushes every record of the backlog, then stores its end."""
+    _catch_up(ctx, latest_only=False)
+
+
+# -- 22. a batch across partitions committed with its last record's partition only ------------
+
+MERGED_BATCH = 2
+
+
+def _merged_batches(ctx: Context, *, every_partition: bool) -> None:
+    ctx.claim()
+    source = ctx.read_all({p: ctx.offsets.get(p) for p in ctx.partitions})
+    done: dict[str, DLSN] = {}
+    batch: list[Delivery] = []
+    while True:
+        record = source.poll()
+        if batch and (record is None or len(batch) == MERGED_BATCH):
+            txn = ctx.transaction()
+            for item in batch:
+                txn.emit("out", item)
+            last = {item.partition: item.next for item in batch}
+            txn.commit(last if every_partition else {batch[-1].partition: batch[-1].next})
+            batch.clear()
+        if record is None:
+            record = next(source)
+        if record.partition in done and record.dlsn < done[record.partition]:
+            continue  # a redelivery within this session
+        done[record.partition] = record.next
+        batch.append(record)
+
+
+def merged_batch_last_partition(ctx: Context) -> None:
+    """Bug (exactly-once, 2 partitions): batches of two records of the merged partitions,
+    each written in one fenced transaction with the offset of the partition of its *last*
+    record only. While each batch holds one partition (two records on each, in order) that
+    is right; when a batch mixes partitions (uneven partitions, or interleaved arrivals) the
+    other partition's offset stays behind, and a restart outputs its records again."""
+    _merged_batches(ctx, every_partition=False)
+
+
+def merged_batch_every_partition(ctx: Context) -> None:
+    """Correct: the transaction commits the offset of every partition in the batch."""
+    _merged_batches(ctx, every_partition=True)
+
+
 # -- the catalogue ----------------------------------------------------------------------------
 
 _A = AnomalyKind
@@ -748,6 +841,15 @@ PITFALLS: Mapping[str, Subject] = {
         ),
         _pair(skip_falsy_values, skip_poison_records, _ALO, _LOST, (), ZEROES),
         _pair(full_batch_offset_first, full_batch_flush_first, _ALO, _LOST, {Fault.CRASH}),
+        _pair(catch_up_latest_per_key, catch_up_every_record, _ALO, _LOST, {Fault.CRASH}),
+        _pair(
+            merged_batch_last_partition,
+            merged_batch_every_partition,
+            _EO,
+            {_A.DUPLICATE},
+            {Fault.CRASH},
+            DURABLE_TWO_PARTITIONS,
+        ),
     )
     for subject in pair
 }
