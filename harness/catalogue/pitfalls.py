@@ -35,13 +35,14 @@ from harness.log.dlsn import DLSN
 from harness.sim.context import Context
 from harness.sim.records import Delivery
 from harness.sim.simulator import Processor
-from harness.sim.topology import Topology, log_sink, table_sink
+from harness.sim.topology import Topology, entity_sink, log_sink, table_sink
 
 __all__ = [
     "BIG_BATCH",
     "COUNTS",
     "DURABLE_COUNTS",
     "DURABLE_TWO_PARTITIONS",
+    "ENTITIES",
     "PITFALLS",
     "RESENDING",
     "ROWS",
@@ -76,6 +77,8 @@ RESENDING = Topology(
 )
 """An at-least-once upstream (it resends records under their ids), a table a processor can
 keep the ids it has done in, and a store whose writes are synced."""
+ENTITIES = Topology(keys=2, sinks={"rows": entity_sink()})
+"""An entity table (rows upserted by the input key, last write wins) over two keys."""
 ZEROES = Topology(payloads=(("k0", 2), ("k1", 0), ("k2", 1)), poison_every=4)
 """Chosen payloads, one of them a value of 0, and every fourth record a poison record."""
 
@@ -701,6 +704,35 @@ def merged_batch_every_partition(ctx: Context) -> None:
     _merged_batches(ctx, every_partition=True)
 
 
+# -- 23. an entity table written by asynchronous completions ----------------------------------
+
+
+def _entity_rows(ctx: Context, *, ordered: bool) -> None:
+    """Materializes the latest state per key: the table is rebuilt by replaying the input
+    from its start on every start (no offsets: the table is the state); each record is
+    enriched asynchronously and its row upserted when its enrichment completes."""
+    rows = ctx.output("rows")
+    source = ctx.read(P)
+    for record, value in ctx.map_async(
+        lambda r: r.value * 10, source, parallelism=3, ordered=ordered
+    ):
+        rows.emit(record, key=record.key, value=value)
+        rows.commit()
+
+
+def entity_rows_on_completion(ctx: Context) -> None:
+    """Bug (at-least-once, an entity table): rows are upserted as enrichments complete
+    (``mapAsyncUnordered``), so when a key's older record completes after its newer one,
+    the older row overwrites the newer: the table ends ``stale``."""
+    _entity_rows(ctx, ordered=False)
+
+
+def entity_rows_in_input_order(ctx: Context) -> None:
+    """Correct: completions are taken in input order (``mapAsync``), so each key's last
+    write is its last record's, whatever the reorders, crashes and replays."""
+    _entity_rows(ctx, ordered=True)
+
+
 # -- the catalogue ----------------------------------------------------------------------------
 
 _A = AnomalyKind
@@ -842,6 +874,14 @@ PITFALLS: Mapping[str, Subject] = {
         _pair(skip_falsy_values, skip_poison_records, _ALO, _LOST, (), ZEROES),
         _pair(full_batch_offset_first, full_batch_flush_first, _ALO, _LOST, {Fault.CRASH}),
         _pair(catch_up_latest_per_key, catch_up_every_record, _ALO, _LOST, {Fault.CRASH}),
+        _pair(
+            entity_rows_on_completion,
+            entity_rows_in_input_order,
+            _ALO,
+            {_A.STALE},
+            {Fault.REORDER},
+            ENTITIES,
+        ),
         _pair(
             merged_batch_last_partition,
             merged_batch_every_partition,

@@ -24,7 +24,15 @@ from typing import Any, Literal
 
 from harness._shown import shown
 from harness.errors import ConfigError, LogEmpty
-from harness.history.events import POISON, RESENT, Event, EventKind, History, HistoryMeta
+from harness.history.events import (
+    POISON,
+    RESENT,
+    Event,
+    EventKind,
+    History,
+    HistoryMeta,
+    SinkKind,
+)
 from harness.log.config import LogConfig
 from harness.log.dlsn import DLSN
 from harness.log.manager import LogManager
@@ -435,7 +443,8 @@ class World:
                 items = []
                 while (item := reader.read_next()) is not None:
                     items.append((item.dlsn, decode_output(item.payload, f"output log {log!r}")))
-            if self.topology.sinks[sink].upsert:
+            spec = self.topology.sinks[sink]
+            if spec.upsert or spec.kind is SinkKind.ENTITY:
                 # one row per key, the last written, found where that write is in the log
                 last = {out.key: position for position, (_, out) in enumerate(items)}
                 items = [items[position] for position in sorted(last.values())]
