@@ -162,8 +162,9 @@ def stale(
 ) -> str:
     written = ", written after it" if after else ""
     return (
-        f"entity table {sink!r} key {key!r} holds the row of record {row!r} (offset {row_offset} of "
-        f"partition {partition!r}){written}, but the key's last acknowledged record is "
+        f"entity table {sink!r} key {key!r} holds the row of record {row!r} (offset "
+        f"{row_offset} of partition {partition!r}){written}, but the key's last acknowledged "
+        "record is "
         f"{latest!r} (offset {latest_offset})"
     )
 
