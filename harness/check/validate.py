@@ -298,7 +298,9 @@ def _check_sink(
         if sink_kind is not SinkKind.TABLE:
             if event.output_id is None or event.part is None:
                 problems.add(
-                    wording.observe_log_fields(where, event.sink, event.output_id, event.part)
+                    wording.observe_log_fields(
+                        where, event.sink, event.output_id, event.part, sink_kind.value
+                    )
                 )
         elif event.output_id is not None:
             problems.add(wording.observe_output_in_table(where, event.output_id, event.sink))

@@ -297,9 +297,11 @@ def put_into_log(at: str, sink: str) -> str:
     return f"{at} puts into sink {sink!r}, which is a log, not a table"
 
 
-def observe_log_fields(at: str, sink: str, output_id: object, part: object) -> str:
+def observe_log_fields(
+    at: str, sink: str, output_id: object, part: object, kind: str = "log"
+) -> str:
     return (
-        f"{at} observes output sink {sink!r} without output_id and part "
+        f"{at} observes {kind} sink {sink!r} without output_id and part "
         f"(got output_id {output_id!r}, part {part!r})"
     )
 
