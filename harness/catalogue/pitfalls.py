@@ -24,6 +24,7 @@ its bug needs to the search; ``needs`` only documents it.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Literal
 
@@ -626,24 +627,16 @@ def _catch_up(ctx: Context, *, latest_only: bool) -> None:
     out = ctx.output("out")
     stored = ctx.offsets.get(P)
     source = ctx.read(P, stored)
-    if stored is not None:  # a restart: what waits is a backlog, caught up in one flush
-        backlog: list[Delivery] = []
-        while (record := source.poll()) is not None:
-            backlog.append(record)
-        if len(backlog) >= CATCH_UP:  # lagging: catch up in bulk
-            latest = {r.key: r for r in backlog}  # "only a key's latest state matters"
-            for record in (
-                sorted(latest.values(), key=lambda r: r.offset) if latest_only else backlog
-            ):
-                out.emit(record)
-            out.commit()
-            ctx.offsets.put(P, backlog[-1].next)
-        else:
-            for record in backlog:
-                out.emit(record)
-                out.commit()
-                ctx.offsets.put(P, record.next)
-    for record in source:
+    # a restart: what waits is a backlog; a long one is caught up in one flush
+    waiting = list(iter(source.poll, None)) if stored is not None else []
+    if len(waiting) >= CATCH_UP:
+        latest = {r.key: r for r in waiting}  # "only a key's latest state matters"
+        for record in sorted(latest.values(), key=lambda r: r.offset) if latest_only else waiting:
+            out.emit(record)
+        out.commit()
+        ctx.offsets.put(P, waiting[-1].next)
+        waiting = []
+    for record in itertools.chain(waiting, source):
         out.emit(record)
         out.commit()
         ctx.offsets.put(P, record.next)
