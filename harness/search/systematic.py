@@ -11,7 +11,10 @@ which ones made a nondeterministic choice, consulted a write acknowledgement or 
 redelivery. It also probes a *volume* workload (:data:`VOLUME` records at once) and keeps
 only its points whose context (the calls before and at them) no small workload reached: the
 paths only volume takes (a full batch's flush, an every-n-th record's branch), plus the idle
-point after it all. :func:`plan` turns the probes into schedules:
+point after it all, and crashes sampled evenly inside its burst. It probes the *shapes* real
+traffic has (:func:`shapes`: a backlog produced while the processor is down, uneven, idle
+and interleaved partitions) and keeps only their points that reach a context nothing else
+did, with crashes and reorders there. :func:`plan` turns the probes into schedules:
 
 * **singles**: one fault of each applicable kind before each point (the volume workload's
   come first, then the small workloads'; a crash, a machine
