@@ -21,6 +21,9 @@ in the same run.
     python bench/bench_detection.py --compare              # before/after, dev budget, 20 seeds
     python bench/bench_detection.py --before --guidance none target --skip-correct
     python bench/bench_detection.py --skip-buggy --correct-profile nightly   # no false alarms
+
+The held-out practice's subjects (``bench/heldout``, source ``heldout``) are included unless
+``--no-heldout``; ``bench/heldout/RESULTS.md`` has their figures before and after issue 28.
 """
 
 from __future__ import annotations
@@ -45,11 +48,17 @@ from harness.sim.simulator import processor_path
 SEED_STRIDE = 7919
 
 
-def catalogue() -> list[tuple[str, Subject]]:
-    """(source, subject) for every toy, scenario variant and pitfall."""
+def catalogue(*, heldout: bool = True) -> list[tuple[str, Subject]]:
+    """(source, subject) for every toy, scenario variant and pitfall, and (``heldout``) the
+    held-out practice's subjects (``bench/heldout``: written against the public API only,
+    kept out of the search's tuning loop)."""
     found = [("toy", s) for s in TOYS.values()]
     found += [(f"scenario {sc.name}", v) for sc in SCENARIOS.values() for v in sc.variants]
     found += [("pitfall", s) for s in PITFALLS.values()]
+    if heldout:
+        from heldout import HELDOUT
+
+        found += [("heldout", s) for s in HELDOUT.values()]
     return found
 
 
@@ -219,6 +228,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--skip-correct", action="store_true")
     parser.add_argument("--skip-buggy", action="store_true", help="only the false-alarm run")
     parser.add_argument(
+        "--no-heldout", action="store_true", help="without the held-out subjects (bench/heldout)"
+    )
+    parser.add_argument(
         "--guidance",
         nargs="+",
         type=Guidance,
@@ -228,7 +240,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     budget = profile(args.profile)
-    subjects = [(src, s) for src, s in catalogue() if not args.only or s.name in args.only]
+    subjects = [
+        (src, s)
+        for src, s in catalogue(heldout=not args.no_heldout)
+        if not args.only or s.name in args.only
+    ]
     bugs = [(src, s) for src, s in subjects if not s.correct]
     if not args.skip_buggy:
         detection(bugs, budget, args)

@@ -3,21 +3,23 @@
     python bench/bench_soak.py [--schedules 100000] [--leveldb-share 0.1] [--seeds 4]
                                [--first-seed 0] [--max-steps 30] [--only NAME ...]
 
-Issue 18 (item 1). The subjects are every correct processor the project ships: the correct
-toys of ``harness.catalogue.toys.TOYS`` and the correct variants of every scenario in
-``harness.catalogue.seeds.SCENARIOS``, each with its own topology, guarantee and scope (the faults
-it claims to survive: all of them for most; the toy ``atomic_counter`` is correct only without
-zombies, the Kafka Streams scenario has no duplicate delivery). ``--schedules`` are split
-evenly over subjects x seeds, ``--leveldb-share`` of them on the LevelDB backend (real plyvel
-files, about twenty times slower) and the rest on memory. Each (subject, backend, seed) cell
-draws its schedules with Hypothesis (``phases=[Phase.generate]``, that seed, no database, no
-deadline, health checks off, up to ``--max-steps`` steps), simulates each with ``run_once``
-and counts verdicts; nothing is shrunk.
+Issue 18 (item 1). The subjects are every correct processor the project ships: the correct toys
+of ``harness.catalogue.toys.TOYS`` and the correct variants of every scenario in
+``harness.catalogue.seeds.SCENARIOS`` and the pitfalls' fixed twins of
+``harness.catalogue.pitfalls.PITFALLS`` (``--heldout`` adds ``bench/heldout``'s), each with its
+own topology, guarantee and scope (the faults it claims to survive: all of them for most; the
+toy ``atomic_counter`` is correct only without zombies, the Kafka Streams scenario has no
+duplicate delivery). ``--schedules`` are split evenly over subjects x seeds, ``--leveldb-share``
+of them on the LevelDB backend (real plyvel files, about twenty times slower) and the rest on
+memory. Each (subject, backend, seed) cell draws its schedules with Hypothesis
+(``phases=[Phase.generate]``, that seed, no database, no deadline, health checks off, up to
+``--max-steps`` steps), simulates each with ``run_once`` and counts verdicts; nothing is
+shrunk.
 
 Prints one line per cell (schedules run, VALID, not VALID, seconds), the first non-VALID
-schedule of a cell as JSON with its verdict, and a total line with schedules per second.
-Exits 1 if any schedule was not VALID (a false alarm, or a harness error), else 0. Timings on
-a loaded machine are noisy; the verdict counts are not.
+schedule of a cell as JSON with its verdict, and a total line with schedules per second. Exits
+1 if any schedule was not VALID (a false alarm, or a harness error), else 0. Timings on a
+loaded machine are noisy; the verdict counts are not.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from hypothesis import HealthCheck, Phase, given
 
 from harness import Schedule, Status, run_once
 from harness.catalogue import Subject
+from harness.catalogue.pitfalls import PITFALLS
 from harness.catalogue.seeds import SCENARIOS
 from harness.catalogue.toys import TOYS
 from harness.sim.world import Backend
@@ -46,12 +49,19 @@ class Cell:
     first_bad: str = ""
 
 
-def subjects() -> list[Subject]:
-    """Every correct processor of the catalogue (toys and scenario variants), each with the
-    world it runs in and the faults it claims to be correct under (its ``scope``)."""
+def subjects(*, heldout: bool = False) -> list[Subject]:
+    """Every correct processor of the catalogue (toys, scenario variants and the pitfalls'
+    fixed twins), each with the world it runs in and the faults it claims to be correct
+    under (its ``scope``); with ``heldout``, the held-out practice's twins too
+    (``bench/heldout``)."""
     found = [toy for toy in TOYS.values() if toy.correct]
     for scenario in SCENARIOS.values():
         found.extend(variant for variant in scenario.variants if variant.correct)
+    found.extend(twin for twin in PITFALLS.values() if twin.correct)
+    if heldout:
+        from heldout import HELDOUT
+
+        found.extend(twin for twin in HELDOUT.values() if twin.correct)
     return found
 
 
@@ -101,8 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--first-seed", type=int, default=0, help="seeds run from this one")
     parser.add_argument("--max-steps", type=int, default=30)
     parser.add_argument("--only", nargs="*", default=None, help="subject names to soak")
+    parser.add_argument("--heldout", action="store_true", help="the held-out twins too")
     args = parser.parse_args(argv)
-    chosen = [s for s in subjects() if not args.only or s.name in args.only]
+    chosen = [s for s in subjects(heldout=args.heldout) if not args.only or s.name in args.only]
     cells = len(chosen) * args.seeds
     plan: list[tuple[Backend, int]] = [
         ("memory", round(args.schedules * (1 - args.leveldb_share) / cells)),

@@ -1321,6 +1321,7 @@ def test_status_worst_of() -> None:
         "skip",
         "offset-ahead",
         "offset-regression",
+        "stale",
     ]
     assert [g.value for g in Guarantee] == ["at-least-once", "exactly-once"]
 

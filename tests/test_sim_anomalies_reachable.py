@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.catalogue.pitfalls import ENTITIES, entity_rows_on_completion
 from harness.catalogue.toys import (
     COUNTS,
     ORDERED,
@@ -73,6 +74,12 @@ WITNESSES: dict[str, Witness] = {
     "skip": Witness(off_by_one_resume, ALO, (Produce(count=3), Run(6), Crash(), Run(10))),
     "offset-ahead": Witness(commit_before_processing, ALO, (Produce(count=1), Run(3), Crash())),
     "offset-regression": Witness(rewind_on_restart, EO, (Produce(count=2), Run(10), Crash())),
+    "stale": Witness(
+        entity_rows_on_completion,
+        ALO,
+        (Produce(count=3), Run(2), Reorder(pick=2), Run(20)),
+        ENTITIES,
+    ),
 }
 """One processor and schedule per documented kind (the checker may report others too)."""
 

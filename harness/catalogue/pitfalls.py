@@ -24,6 +24,7 @@ its bug needs to the search; ``needs`` only documents it.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Literal
 
@@ -35,12 +36,14 @@ from harness.log.dlsn import DLSN
 from harness.sim.context import Context
 from harness.sim.records import Delivery
 from harness.sim.simulator import Processor
-from harness.sim.topology import Topology, log_sink, table_sink
+from harness.sim.topology import Topology, entity_sink, log_sink, table_sink
 
 __all__ = [
     "BIG_BATCH",
     "COUNTS",
     "DURABLE_COUNTS",
+    "DURABLE_TWO_PARTITIONS",
+    "ENTITIES",
     "PITFALLS",
     "RESENDING",
     "ROWS",
@@ -58,6 +61,9 @@ COUNTS = Topology(sinks={"counts": table_sink("count")})
 DURABLE_COUNTS = Topology(sinks={"counts": table_sink("count")}, offset_sync=True)
 """Counts in a store whose writes are synced (a transactional store's commits are durable)."""
 TWO_PARTITIONS = Topology(partitions=2)
+DURABLE_TWO_PARTITIONS = Topology(partitions=2, offset_sync=True)
+"""Two partitions, a store whose writes are synced (a transactional store's commits are
+durable)."""
 TWO_SINKS = Topology(sinks={"even": log_sink(), "odd": log_sink()})
 ROWS = Topology(sinks={"rows": log_sink(upsert=True)})
 """An upsert sink: one row per key, the last written."""
@@ -72,6 +78,8 @@ RESENDING = Topology(
 )
 """An at-least-once upstream (it resends records under their ids), a table a processor can
 keep the ids it has done in, and a store whose writes are synced."""
+ENTITIES = Topology(keys=2, sinks={"rows": entity_sink()})
+"""An entity table (rows upserted by the input key, last write wins) over two keys."""
 ZEROES = Topology(payloads=(("k0", 2), ("k1", 0), ("k2", 1)), poison_every=4)
 """Chosen payloads, one of them a value of 0, and every fourth record a poison record."""
 
@@ -608,6 +616,116 @@ def skip_poison_records(ctx: Context) -> None:
     _forward_values(ctx, falsy=False)
 
 
+# -- 21. a catch-up after a restart that keeps the latest record per key ----------------------
+
+
+CATCH_UP = 5
+"""A restart that finds this many records waiting catches up in bulk."""
+
+
+def _catch_up(ctx: Context, *, latest_only: bool) -> None:
+    out = ctx.output("out")
+    stored = ctx.offsets.get(P)
+    source = ctx.read(P, stored)
+    # a restart: what waits is a backlog; a long one is caught up in one flush
+    waiting = list(iter(source.poll, None)) if stored is not None else []
+    if len(waiting) >= CATCH_UP:
+        latest = {r.key: r for r in waiting}  # "only a key's latest state matters"
+        for record in sorted(latest.values(), key=lambda r: r.offset) if latest_only else waiting:
+            out.emit(record)
+        out.commit()
+        ctx.offsets.put(P, waiting[-1].next)
+        waiting = []
+    for record in itertools.chain(waiting, source):
+        out.emit(record)
+        out.commit()
+        ctx.offsets.put(P, record.next)
+
+
+def catch_up_latest_per_key(ctx: Context) -> None:
+    """Bug (at-least-once): a restart that finds a backlog of five records or more catches
+    up in one flush that keeps only the latest record of each key, as if the output were a
+    table; every record's output is expected, so an earlier record of a repeated key is
+    lost. Only a restart with that much input waiting takes the path: input produced while
+    the processor was down."""
+    _catch_up(ctx, latest_only=True)
+
+
+def catch_up_every_record(ctx: Context) -> None:
+    """Correct: the catch-up flushes every record of the backlog, then stores its end."""
+    _catch_up(ctx, latest_only=False)
+
+
+# -- 22. a batch across partitions committed with its last record's partition only ------------
+
+MERGED_BATCH = 2
+
+
+def _merged_batches(ctx: Context, *, every_partition: bool) -> None:
+    ctx.claim()
+    source = ctx.read_all({p: ctx.offsets.get(p) for p in ctx.partitions})
+    done: dict[str, DLSN] = {}
+    batch: list[Delivery] = []
+    while True:
+        record = source.poll()
+        if batch and (record is None or len(batch) == MERGED_BATCH):
+            txn = ctx.transaction()
+            for item in batch:
+                txn.emit("out", item)
+            last = {item.partition: item.next for item in batch}
+            txn.commit(last if every_partition else {batch[-1].partition: batch[-1].next})
+            batch.clear()
+        if record is None:
+            record = next(source)
+        if record.partition in done and record.dlsn < done[record.partition]:
+            continue  # a redelivery within this session
+        done[record.partition] = record.next
+        batch.append(record)
+
+
+def merged_batch_last_partition(ctx: Context) -> None:
+    """Bug (exactly-once, 2 partitions): batches of two records of the merged partitions,
+    each written in one fenced transaction with the offset of the partition of its *last*
+    record only. While each batch holds one partition (two records on each, in order) that
+    is right; when a batch mixes partitions (uneven partitions, or interleaved arrivals) the
+    other partition's offset stays behind, and a restart outputs its records again."""
+    _merged_batches(ctx, every_partition=False)
+
+
+def merged_batch_every_partition(ctx: Context) -> None:
+    """Correct: the transaction commits the offset of every partition in the batch."""
+    _merged_batches(ctx, every_partition=True)
+
+
+# -- 23. an entity table written by asynchronous completions ----------------------------------
+
+
+def _entity_rows(ctx: Context, *, ordered: bool) -> None:
+    """Materializes the latest state per key: the table is rebuilt by replaying the input
+    from its start on every start (no offsets: the table is the state); each record is
+    enriched asynchronously and its row upserted when its enrichment completes."""
+    rows = ctx.output("rows")
+    source = ctx.read(P)
+    for record, value in ctx.map_async(
+        lambda r: r.value * 10, source, parallelism=3, ordered=ordered
+    ):
+        rows.emit(record, key=record.key, value=value)
+        rows.commit()
+
+
+def entity_rows_on_completion(ctx: Context) -> None:
+    """Bug (at-least-once, an entity table): rows are upserted as enrichments complete
+    (``mapAsyncUnordered``), so when a key's older record completes after its newer one,
+    the older row overwrites the newer: the table ends ``stale``."""
+    _entity_rows(ctx, ordered=False)
+
+
+def entity_rows_in_input_order(ctx: Context) -> None:
+    """Correct: completions are taken in input order (``mapAsync``), so each key's last
+    write is its last record's, whatever the reorders, crashes and replays."""
+    _entity_rows(ctx, ordered=True)
+
+
 # -- the catalogue ----------------------------------------------------------------------------
 
 _A = AnomalyKind
@@ -748,6 +866,23 @@ PITFALLS: Mapping[str, Subject] = {
         ),
         _pair(skip_falsy_values, skip_poison_records, _ALO, _LOST, (), ZEROES),
         _pair(full_batch_offset_first, full_batch_flush_first, _ALO, _LOST, {Fault.CRASH}),
+        _pair(catch_up_latest_per_key, catch_up_every_record, _ALO, _LOST, {Fault.CRASH}),
+        _pair(
+            entity_rows_on_completion,
+            entity_rows_in_input_order,
+            _ALO,
+            {_A.STALE},
+            {Fault.REORDER},
+            ENTITIES,
+        ),
+        _pair(
+            merged_batch_last_partition,
+            merged_batch_every_partition,
+            _EO,
+            {_A.DUPLICATE},
+            {Fault.CRASH},
+            DURABLE_TWO_PARTITIONS,
+        ),
     )
     for subject in pair
 }

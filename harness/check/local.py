@@ -61,6 +61,17 @@ lost-record half of ``offset-ahead``) are not assessed.
     0); such a read is compared with the fetch, not with the previous read. Witness: the two
     events and the skipped records (the first :data:`MAX_WITNESSES` appended ones in the
     skipped range).
+``stale``
+    Entity sinks (``SinkKind.ENTITY``) only, in a settled run. The truth per key is the last
+    acknowledged non-poison record with that key in each partition (by the offset of its
+    first append). Each key's final row (its last ``observe`` in the sink) must come from
+    one of them (``record_id``); a row of an earlier record with that key is one occurrence.
+    Witness: the row's record, the key's last record in the row's partition (else the first
+    of them by id), the ``observe``, that record's ``ack`` and the row's ``emit`` events.
+    A key with acknowledged records and no row is ``lost`` (one per key, the record with
+    the latest ``ack``); a row whose record is not acknowledged, is poison or has another
+    key is ``unexpected``. Entity rows are not effects: the ``lost``/``duplicate`` rules of
+    log sinks do not count them (rewriting a row is what an upsert is for).
 ``offset-ahead``
     (a) A ``commit`` of offset ``c`` for partition ``p`` with ``c > h + 1``, ``h`` the highest
     offset of ``p`` read by any process before it (``c > 0`` when nothing was read yet).
@@ -154,6 +165,8 @@ def check(history: History, guarantee: Guarantee) -> Verdict:
     expected_effects = 0
     if facts.has_log_sink:
         expected_effects = _check_effects(facts, found, lost_records, settled)
+    for sink in sorted(s for s, spec in history.meta.sinks.items() if spec.kind is SinkKind.ENTITY):
+        _check_entity(facts, sink, found, lost_records, settled)
     _check_aggregates(facts, found[AnomalyKind.COUNT_MISMATCH], over_counts, settled)
     _check_order(facts, found[AnomalyKind.NONMONOTONIC])
     _check_skips(facts, found[AnomalyKind.SKIP])
@@ -215,6 +228,8 @@ class _Facts:
     aborts: dict[int, int] = field(default_factory=dict)
     """txn -> index of its first abort."""
     log_observes: list[Event] = field(default_factory=list)
+    entity_observes: dict[str, dict[str, Event]] = field(default_factory=dict)
+    """entity sink -> key -> last observe (the key's final row)."""
     table_observes: dict[str, dict[str, Event]] = field(default_factory=dict)
     """table sink -> key -> last observe."""
     drained: bool = False
@@ -253,8 +268,12 @@ class _Facts:
                 self.drained = True
             elif kind is _K.OBSERVE:
                 assert event.sink is not None
-                if sinks[event.sink].kind is SinkKind.LOG:
+                sink_kind = sinks[event.sink].kind
+                if sink_kind is SinkKind.LOG:
                     self.log_observes.append(event)
+                elif sink_kind is SinkKind.ENTITY:
+                    assert event.key is not None
+                    self.entity_observes.setdefault(event.sink, {})[event.key] = event
                 else:
                     assert event.key is not None
                     self.table_observes.setdefault(event.sink, {})[event.key] = event
@@ -278,6 +297,84 @@ class _Facts:
         stop = bisect_left(offsets, high)
         records = self.partition_records.get(partition, [])
         return records[start : min(stop, start + MAX_WITNESSES)], max(0, stop - start)
+
+
+def _entity_truth(facts: _Facts) -> dict[str, dict[str, str]]:
+    """key -> partition -> the last acknowledged non-poison record with that key there (by
+    offset of its first append)."""
+    latest: dict[str, dict[str, str]] = {}
+    for record_id in facts.acks:
+        if facts.is_poison(record_id):
+            continue
+        append = facts.appends[record_id]
+        assert append.key is not None and append.partition is not None
+        assert append.offset is not None
+        there = latest.setdefault(append.key, {})
+        known = there.get(append.partition)
+        if known is None or facts.appends[known].offset < append.offset:  # type: ignore[operator]
+            there[append.partition] = record_id
+    return latest
+
+
+def _check_entity(
+    facts: _Facts,
+    sink: str,
+    found: dict[AnomalyKind, _Occurrences],
+    lost_records: dict[str, Event],
+    settled: bool,
+) -> None:
+    """stale, lost and unexpected over entity sink ``sink``'s final rows: each key's row must
+    come from the key's last acknowledged record (in its partition's order; a key spread
+    over partitions accepts the last of any of them)."""
+    latest = _entity_truth(facts)
+    rows = facts.entity_observes.get(sink, {})
+    for key, row in sorted(rows.items()):
+        record_id = row.record_id
+        append = facts.appends.get(record_id) if record_id is not None else None
+        if (
+            append is None
+            or record_id not in facts.acks
+            or facts.is_poison(record_id)
+            or append.key != key
+        ):
+            shown_key = None if append is None or record_id not in facts.acks else append.key
+            detail = wording.entity_misplaced(sink, key, record_id, shown_key)
+            found[AnomalyKind.UNEXPECTED].add(
+                witness(() if record_id is None else (record_id,), [row.index], detail)
+            )
+            continue
+        candidates = latest.get(key, {})
+        if not settled or record_id in candidates.values():
+            continue
+        assert append.partition is not None and append.offset is not None
+        newest = candidates.get(append.partition) or min(candidates.values())
+        newest_append = facts.appends[newest]
+        assert newest_append.offset is not None and row.output_id is not None
+        emits = [e.index for e in facts.emits_by_output.get(row.output_id, ())]
+        after = bool(emits) and max(emits) > facts.last_emit.get(newest, -1) >= 0
+        detail = wording.stale(
+            sink,
+            key,
+            record_id,
+            append.offset,
+            newest,
+            newest_append.offset,
+            append.partition,
+            after,
+        )
+        events = [row.index, facts.acks[newest], *emits]
+        found[AnomalyKind.STALE].add(witness((record_id, newest), events, detail))
+    if not settled:
+        return
+    for key, there in sorted(latest.items()):
+        if key in rows:
+            continue
+        record_id = max(there.values(), key=lambda r: facts.acks[r])
+        ack = facts.acks[record_id]
+        lost_records[record_id] = facts.appends[record_id]
+        context = [ack, facts.last_read.get(record_id), facts.last_emit.get(record_id)]
+        detail = wording.entity_lost(sink, key, record_id, ack)
+        found[AnomalyKind.LOST].add(witness((record_id,), context, detail))
 
 
 def _check_effects(

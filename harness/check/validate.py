@@ -293,10 +293,14 @@ def _check_sink(
     if event.kind is EventKind.PUT and sink_kind is not SinkKind.TABLE:
         problems.add(wording.put_into_log(where, event.sink))
     elif event.kind is EventKind.OBSERVE:
-        if sink_kind is SinkKind.LOG:
+        if sink_kind is SinkKind.ENTITY and event.key is None:
+            problems.add(wording.observe_table_fields(where, event.sink, event.key, event.value))
+        if sink_kind is not SinkKind.TABLE:
             if event.output_id is None or event.part is None:
                 problems.add(
-                    wording.observe_log_fields(where, event.sink, event.output_id, event.part)
+                    wording.observe_log_fields(
+                        where, event.sink, event.output_id, event.part, sink_kind.value
+                    )
                 )
         elif event.output_id is not None:
             problems.add(wording.observe_output_in_table(where, event.output_id, event.sink))

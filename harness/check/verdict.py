@@ -92,6 +92,9 @@ class AnomalyKind(str, enum.Enum):
     """A committed offset claims records are done that were not (read, or visible)."""
     OFFSET_REGRESSION = "offset-regression"
     """A committed offset went below the one stored before it."""
+    STALE = "stale"
+    """An entity table's final row of a key came from an earlier input than the key's last
+    acknowledged one: a stale overwrite (a replay, or a reorder, written over newer data)."""
 
 
 def _check_str_tuple(name: str, value: object) -> None:

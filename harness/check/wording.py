@@ -150,6 +150,44 @@ def count_mismatch(sink: str, key: str, expected: int, observed: int | None) -> 
     return f"sink {sink} key {key}: expected {expected}, {shown}"
 
 
+def stale(
+    sink: str,
+    key: str,
+    row: str,
+    row_offset: int,
+    latest: str,
+    latest_offset: int,
+    partition: str,
+    after: bool,
+) -> str:
+    written = ", written after it" if after else ""
+    return (
+        f"entity table {sink!r} key {key!r} holds the row of record {row!r} (offset "
+        f"{row_offset} of partition {partition!r}){written}, but the key's last acknowledged "
+        "record is "
+        f"{latest!r} (offset {latest_offset})"
+    )
+
+
+def entity_lost(sink: str, key: str, record_id: str, ack: int) -> str:
+    return (
+        f"entity table {sink!r} has no row for key {key!r}; its last acknowledged record "
+        f"{record_id!r} was acknowledged at event {ack}"
+    )
+
+
+def entity_misplaced(sink: str, key: object, record_id: object, record_key: object) -> str:
+    if record_key is None:
+        return (
+            f"entity table {sink!r} key {key!r} holds a row of {record_id!r}, which is not an "
+            "acknowledged record"
+        )
+    return (
+        f"entity table {sink!r} holds the row of record {record_id!r} under key {key!r}, but the "
+        f"record's key is {record_key!r}"
+    )
+
+
 def nonmonotonic(
     sink: str, record_id: str, offset: int, partition: str, before: str, before_offset: int
 ) -> str:
@@ -259,9 +297,11 @@ def put_into_log(at: str, sink: str) -> str:
     return f"{at} puts into sink {sink!r}, which is a log, not a table"
 
 
-def observe_log_fields(at: str, sink: str, output_id: object, part: object) -> str:
+def observe_log_fields(
+    at: str, sink: str, output_id: object, part: object, kind: str = "log"
+) -> str:
     return (
-        f"{at} observes log sink {sink!r} without output_id and part "
+        f"{at} observes {kind} sink {sink!r} without output_id and part "
         f"(got output_id {output_id!r}, part {part!r})"
     )
 

@@ -227,6 +227,10 @@ class SinkKind(str, enum.Enum):
     """An output log: every committed record is an output with an effect ``(record_id, part)``."""
     TABLE = "table"
     """A key-value table: last write wins; its final ``key -> value`` pairs are observed."""
+    ENTITY = "entity"
+    """An entity table: rows upserted by an entity key (the input record's key), last write
+    wins, written as outputs (each carries the input record it came from); the final row of
+    each key is observed, and must come from the key's last acknowledged input record."""
 
 
 class Aggregate(str, enum.Enum):

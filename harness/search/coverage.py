@@ -35,6 +35,10 @@ class Coverage:
     """Schedules the systematic phase ran."""
     drawn: int = 0
     """Schedules Hypothesis drew (before any shrinking)."""
+    unplanned: Mapping[Fault, str] = field(default_factory=lambda: MappingProxyType({}))
+    """The faults searched for that the systematic phase planned nowhere, each with why
+    (no point of the processor's could take it: no timer for a tick, no choice for a
+    reorder...)."""
 
     @property
     def schedules(self) -> int:
@@ -49,14 +53,22 @@ class Coverage:
         )
 
     def summary(self) -> str:
-        """One line: points, single faults, pairs, schedules by phase."""
+        """One line: points, single faults, pairs, schedules by phase; when no fault was
+        planned anywhere, the points and why each fault searched for applies at none."""
         if not self.points:
             return f"{self.drawn} schedules drawn (systematic phase off)"
         run, planned = self.single_faults
+        schedules = f"{self.schedules} schedules ({self.systematic} systematic, {self.drawn} drawn)"
+        if not planned and not self.pairs[1] and self.unplanned:
+            # nothing to plan: say why rather than "0/59 fault points"
+            why = "; ".join(f"{f.value}: {r}" for f, r in sorted(self.unplanned.items()))
+            return (
+                f"{self.points} fault points, none where a fault searched for applies ({why}); "
+                f"{schedules}"
+            )
         return (
             f"{self.points_hit}/{self.points} fault points, {run}/{planned} single faults, "
-            f"{self.pairs[0]}/{self.pairs[1]} pairs, {self.schedules} schedules "
-            f"({self.systematic} systematic, {self.drawn} drawn)"
+            f"{self.pairs[0]}/{self.pairs[1]} pairs, {schedules}"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -70,5 +82,6 @@ class Coverage:
             "pairs": {"run": self.pairs[0], "planned": self.pairs[1]},
             "systematic": self.systematic,
             "drawn": self.drawn,
+            "unplanned": {fault.value: why for fault, why in sorted(self.unplanned.items())},
             "summary": self.summary(),
         }

@@ -11,7 +11,10 @@ which ones made a nondeterministic choice, consulted a write acknowledgement or 
 redelivery. It also probes a *volume* workload (:data:`VOLUME` records at once) and keeps
 only its points whose context (the calls before and at them) no small workload reached: the
 paths only volume takes (a full batch's flush, an every-n-th record's branch), plus the idle
-point after it all. :func:`plan` turns the probes into schedules:
+point after it all, and crashes sampled evenly inside its burst. It probes the *shapes* real
+traffic has (:func:`shapes`: a backlog produced while the processor is down, uneven, idle
+and interleaved partitions) and keeps only their points that reach a context nothing else
+did, with crashes and reorders there. :func:`plan` turns the probes into schedules:
 
 * **singles**: one fault of each applicable kind before each point (the volume workload's
   come first, then the small workloads'; a crash, a machine
@@ -65,6 +68,9 @@ from harness.sim.topology import Topology
 from harness.sim.world import Backend
 
 __all__ = [
+    "BACKLOG_MAX",
+    "BURST_SAMPLE",
+    "SHAPE_FAULTS",
     "VOLUME",
     "FaultPoint",
     "Plan",
@@ -73,6 +79,7 @@ __all__ = [
     "coverage",
     "plan",
     "probe",
+    "shapes",
     "volume",
     "workloads",
 ]
@@ -122,8 +129,9 @@ class FaultPoint:
 class Probe:
     """What a fault-free run of one workload reached."""
 
-    bursts: tuple[tuple[Produce, ...], ...]
-    """The workload: bursts of input, each produced once the previous one is processed."""
+    bursts: tuple[tuple[Step, ...], ...]
+    """The workload: bursts of input, each produced once the previous one is processed (a
+    burst of a shape may start with a crash: its input then arrives while nothing runs)."""
     calls: tuple[int, ...]
     """Calls made while processing each burst."""
     labels: tuple[str, ...]
@@ -164,6 +172,8 @@ class Plan:
     ran_out: str | None = None
     """How the first probe that ran out of time ended, if one did (the processor hangs
     without faults): the later probes got a second at most, and so should the search."""
+    unplanned: tuple[tuple[Fault, str], ...] = ()
+    """The enabled faults no schedule injects, each with why none could apply."""
 
 
 class _Probing(Simulator):
@@ -228,6 +238,39 @@ def workloads(topology: Topology) -> tuple[tuple[tuple[Produce, ...], ...], ...]
     return tuple(found)
 
 
+BACKLOG_MAX: Final = 6
+"""At most this many records wait for a restart in the backlog shape."""
+SHAPE_FAULTS: Final = frozenset({Fault.CRASH, Fault.MACHINE_CRASH, Fault.REORDER})
+"""The faults planned at a shape's points: what a shape adds is the state a crash leaves
+(a backlog, an uneven batch) and the choices among partitions; the faults that act at the
+next call of some kind are planned at the small workloads' points."""
+BURST_SAMPLE: Final = 8
+"""Crashes placed evenly across the volume workload's burst, whatever its contexts."""
+
+
+def shapes(topology: Topology) -> tuple[tuple[tuple[Step, ...], ...], ...]:
+    """The workload shapes real traffic has and the small workloads lack, probed after them
+    and kept only where they reach a context the small workloads did not:
+
+    * a **backlog produced while the processor is down**: two records processed, a crash,
+      then more records than a log segment holds plus one, and than the topology has keys
+      (so a key repeats in it), at most :data:`BACKLOG_MAX`, produced before the restart,
+      which finds them all waiting;
+    * with two partitions or more, **uneven and idle partitions** (three records on one and
+      two on the other; two on the second while the first stays idle) and an
+      **interleaving** (one record at a time, alternately on each partition).
+    """
+    backlog = min(max(topology.keys + 1, topology.segment_records + 2), BACKLOG_MAX)
+    found: list[tuple[tuple[Step, ...], ...]] = [
+        ((Produce(0, 2),), (Crash(), Produce(0, backlog))),
+    ]
+    if topology.partitions > 1:
+        found.append(((Produce(0, 3), Produce(1, 2)),))
+        found.append(((Produce(1, 2),),))
+        found.append(tuple((Produce(i % 2, 1),) for i in range(4)))
+    return tuple(found)
+
+
 def volume(topology: Topology) -> tuple[tuple[Produce, ...], ...]:
     """The volume workload: :data:`VOLUME` records at once, over up to two partitions."""
     used = min(topology.partitions, 2)
@@ -237,7 +280,7 @@ def volume(topology: Topology) -> tuple[tuple[Produce, ...], ...]:
 def probe(
     processor: Processor,
     topology: Topology,
-    bursts: tuple[tuple[Produce, ...], ...],
+    bursts: tuple[tuple[Step, ...], ...],
     *,
     backend: Backend = "memory",
     budget: RunBudget | None = None,
@@ -310,16 +353,113 @@ def plan(
         budget=budget,
         calls_per_burst=VOLUME_CALLS,
     )
+    if ran_out is None and big.ran_out is not None:
+        ran_out = big.ran_out  # the shapes' probes get a second, not the budget
+        budget = run_budget(budget).for_shrinking(ran_out)
     known = {_around(probes[point.workload], point.call) for point in points}
+    steady = {(False, context) for context in known}
+    for shape in shapes(topology):
+        found = probe(processor, topology, shape, backend=backend, budget=budget)
+        if ran_out is None and found.ran_out is not None:
+            ran_out = found.ran_out
+            budget = run_budget(budget).for_shrinking(ran_out)
+        here = _shape_points(found, len(probes), steady)
+        probes.append(found)
+        points += here
+        singles += _singles(found, here, enabled & SHAPE_FAULTS, topology)
     volume_points = _volume_points(big, len(probes), known)
     points += volume_points
     at_volume = _singles(big, volume_points, enabled, topology)
     # the volume's own paths, and a crash after it all, first; its other idle faults in turn
     first = [p for p in at_volume if p.point.label != "idle" or p.faults == (Fault.CRASH,)]
     singles += [p for p in at_volume if p not in first]
+    sampled = _burst_sample(big, len(probes), volume_points, enabled, topology)
+    points += sorted({p.point for p in sampled}, key=lambda point: point.call)
+    singles += sampled
     ordered = sorted(singles, key=lambda p: _ORDER.index(p.faults[0]))
     schedules = tuple(_unique([*first, *_novel_first([*ordered, *pairs])]))
-    return Plan(tuple(points), schedules, ran_out or big.ran_out)
+    used = {fault for p in schedules for fault in p.faults}
+    unplanned = tuple(
+        (fault, _why_unplanned(fault, [*probes, big], topology))
+        for fault in _ORDER
+        if fault in enabled and fault not in used
+    )
+    return Plan(tuple(points), schedules, ran_out, unplanned)
+
+
+def _why_unplanned(fault: Fault, probes: Sequence[Probe], topology: Topology) -> str:
+    """Why no systematic schedule injects ``fault``: what the fault needs that no probe of
+    the processor showed (or the topology rules out)."""
+    if not any(found.labels for found in probes):
+        return "the processor made no call into the world on any workload"
+    reasons = {
+        Fault.MACHINE_CRASH: "offset-store writes are synced (offset_sync=True): a machine "
+        "crash loses nothing a process crash does not",
+        Fault.DUPLICATE: "the processor read no record, so none can be delivered again",
+        Fault.LOSE_ACK: "no call waited for a write acknowledgement (out.commit(), "
+        "Table.put/add, offsets.commit with increments=)",
+        Fault.REORDER: "the processor never chose among several ready options (map_async, "
+        "read_all over several ready partitions, ctx.choose)",
+        Fault.TICK: "the processor registered no timer (ctx.on_timer)",
+        Fault.TRUNCATE: "no workload fills more than one log segment "
+        f"(Topology.segment_records={topology.segment_records}), so retention has no "
+        "whole segment to remove",
+        Fault.RESEND: "the topology's upstream does not resend (Topology(upstream_resends="
+        "True) models one that does)",
+        Fault.RESTART: "every planned crash is followed by a restart already; a restart "
+        "with nothing crashed does nothing, so only the drawn phase draws it",
+    }
+    return reasons.get(fault, "no fault point of the processor's could take it")
+
+
+def _recovering(found: Probe) -> list[bool]:
+    """For each call of ``found`` (and the idle point after them), whether it was made after
+    a restart that found input waiting (a burst that starts with a crash)."""
+    flags: list[bool] = []
+    for burst, calls in zip(found.bursts, found.calls, strict=True):
+        flags += [bool(burst) and isinstance(burst[0], Crash)] * calls
+    return [*flags, bool(flags) and flags[-1]]
+
+
+def _shape_points(
+    found: Probe, number: int, seen: set[tuple[bool, tuple[str, str]]]
+) -> list[FaultPoint]:
+    """The points of a shape (workload ``number``) that reach something new: the first of
+    each context (the calls before and at it, and whether it is a recovery from a backlog)
+    that no earlier workload or shape reached, and the idle point after it all. ``seen``
+    grows with what this shape reached."""
+    recovering = _recovering(found)
+    calls = []
+    for call in range(len(found.labels)):
+        key = (recovering[call], _around(found, call))
+        if key not in seen:
+            seen.add(key)
+            calls.append(call)
+    calls.append(len(found.labels))
+    return [
+        FaultPoint(number, call, found.labels[call] if call < len(found.labels) else "idle")
+        for call in calls
+    ]
+
+
+def _burst_sample(
+    big: Probe,
+    number: int,
+    chosen: Sequence[FaultPoint],
+    enabled: frozenset[Fault],
+    topology: Topology,
+) -> list[Planned]:
+    """Crashes at :data:`BURST_SAMPLE` points spread evenly inside the volume workload's
+    burst (workload ``number``), besides its novel points ``chosen``: the state a long
+    burst leaves half-way (an open batch, a window, a lagging checkpoint) whatever calls
+    lead there."""
+    if Fault.CRASH not in enabled or not big.labels:
+        return []
+    taken = {point.call for point in chosen}
+    step = max(1, len(big.labels) // (BURST_SAMPLE + 1))
+    calls = sorted({c for c in range(step, len(big.labels), step)} - taken)[:BURST_SAMPLE]
+    here = [FaultPoint(number, call, big.labels[call]) for call in calls]
+    return _singles(big, here, frozenset({Fault.CRASH}), topology)
 
 
 def _volume_points(big: Probe, number: int, known: set[tuple[str, str]]) -> list[FaultPoint]:
@@ -414,7 +554,8 @@ def _sizes(found: Probe) -> dict[int, int]:
     sizes: dict[int, int] = {}
     for burst in found.bursts:
         for produce in burst:
-            sizes[produce.partition] = sizes.get(produce.partition, 0) + produce.count
+            if isinstance(produce, Produce):
+                sizes[produce.partition] = sizes.get(produce.partition, 0) + produce.count
     return dict(sorted(sizes.items()))
 
 
@@ -576,4 +717,5 @@ def coverage(found: Plan, ran: int, drawn: int = 0) -> Coverage:
         pairs=(sum(1 for p in done if p.pair), pairs),
         systematic=len(done),
         drawn=drawn,
+        unplanned=MappingProxyType(dict(found.unplanned)),
     )

@@ -4,7 +4,7 @@ from harness.sim.budget import DEFAULT_RUN_BUDGET, RunBudget
 from harness.sim.context import Context, Offsets, OutputLog, Source, Table
 from harness.sim.records import Delivery, OutputRecord
 from harness.sim.simulator import InstanceCrashed, Processor, Simulator, simulate
-from harness.sim.topology import Topology, log_sink, table_sink
+from harness.sim.topology import Topology, entity_sink, log_sink, table_sink
 from harness.sim.transaction import Transaction
 from harness.sim.world import Backend, World
 
@@ -25,6 +25,7 @@ __all__ = [
     "Topology",
     "Transaction",
     "World",
+    "entity_sink",
     "log_sink",
     "simulate",
     "table_sink",

@@ -231,7 +231,7 @@ class Offsets:
             world.check_partition(partition)
             if type(dlsn) is not DLSN:
                 raise ConfigError(f"offset for {partition!r} must be a DLSN, got {dlsn!r}")
-            positions[partition] = world.position(partition, dlsn)
+            positions[partition] = world.commit_position(partition, dlsn)
         puts = self._entries(tables, "tables")
         added = self._entries(increments, "increments")
         both = sorted({(t, k) for t, k, _ in puts} & {(t, k) for t, k, _ in added})
@@ -319,7 +319,7 @@ class OutputLog:
 
     def __init__(self, ctx: Context, name: str, idempotent: bool) -> None:
         spec = ctx._sim.world.topology.sinks.get(name)
-        if spec is None or spec.kind is not SinkKind.LOG:
+        if spec is None or spec.kind not in (SinkKind.LOG, SinkKind.ENTITY):
             raise ConfigError(
                 f"{name!r} is not a log sink of this topology; its log sinks are "
                 f"{ctx._sim.world.topology.log_sinks()}"
@@ -381,7 +381,8 @@ class OutputLog:
             value = source.value if value is None else value
         else:
             record_id, dlsn = source, None
-        if key is None and world.topology.sinks[self.name].upsert:
+        spec = world.topology.sinks[self.name]
+        if key is None and (spec.upsert or spec.kind is SinkKind.ENTITY):
             raise ConfigError(
                 f"an output of upsert sink {self.name!r} needs a key (the row it writes), got "
                 f"none: emit({source!r}) with no key= and no Delivery to take it from"

@@ -49,11 +49,27 @@ def log_sink(
     return SinkSpec(SinkKind.LOG, ordered=ordered, upsert=upsert, isolation=Isolation(isolation))
 
 
+def entity_sink() -> SinkSpec:
+    """An entity table: rows upserted by an entity key, last write wins.
+
+    Written like an output log (``ctx.output(name).emit(record, key=..., value=...)``; a
+    ``Delivery`` lends its own key, the entity's), each row carrying the input record it came
+    from. After the drain the checker reads the final row of each key and wants the one of
+    the key's **last acknowledged input record**, in its partition's order: an older one is
+    ``stale`` (a replay or a reorder overwrote newer data), a missing one ``lost``, a row
+    under a key that is not its record's ``unexpected``. Rewriting a row with the same data
+    is harmless, as in any upsert; what breaks exactly-once or at-least-once here is a
+    final state that is not the latest.
+    """
+    return SinkSpec(SinkKind.ENTITY)
+
+
 def table_sink(aggregate: Aggregate | str | None = None) -> SinkSpec:
     """A key-value table; with ``aggregate`` ("count"/"sum") its final values are checked."""
     return SinkSpec(SinkKind.TABLE, aggregate=None if aggregate is None else Aggregate(aggregate))
 
 
+_OUTPUT_KINDS: Final = frozenset({SinkKind.LOG, SinkKind.ENTITY})
 MAX_PAYLOADS: Final = 10_000
 """How many chosen payloads a topology may list."""
 _MAX_KEY: Final = 200
@@ -178,7 +194,8 @@ class Topology:
         return tuple(f"in-{i}" for i in range(self.partitions))
 
     def log_sinks(self) -> list[str]:
-        return sorted(n for n, s in self.sinks.items() if s.kind is SinkKind.LOG)
+        """The sinks written through output logs: log sinks and entity tables."""
+        return sorted(n for n, s in self.sinks.items() if s.kind in _OUTPUT_KINDS)
 
     def table_sinks(self) -> list[str]:
         return sorted(n for n, s in self.sinks.items() if s.kind is SinkKind.TABLE)

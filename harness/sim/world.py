@@ -24,7 +24,15 @@ from typing import Any, Literal
 
 from harness._shown import shown
 from harness.errors import ConfigError, LogEmpty
-from harness.history.events import POISON, RESENT, Event, EventKind, History, HistoryMeta
+from harness.history.events import (
+    POISON,
+    RESENT,
+    Event,
+    EventKind,
+    History,
+    HistoryMeta,
+    SinkKind,
+)
 from harness.log.config import LogConfig
 from harness.log.dlsn import DLSN
 from harness.log.manager import LogManager
@@ -133,6 +141,24 @@ class World:
     def position(self, partition: str, dlsn: DLSN) -> int:
         """How many committed input records of ``partition`` lie before ``dlsn``."""
         return bisect.bisect_left(self.dlsns[partition], dlsn)
+
+    def commit_position(self, partition: str, dlsn: DLSN) -> int:
+        """The position a committed ``dlsn`` claims for ``partition``, read as a position.
+
+        Within the records committed so far it is :meth:`position`. Past the partition's end
+        (``dlsn`` above the last record's ``next()``, or above ``DLSN.INITIAL`` in an empty
+        partition) it is *not* clamped to the end: a commit there claims records that do not
+        exist yet, which the checker must see as ``offset-ahead`` when it is made, not when a
+        later record is skipped. In the end's own entry the slots say how far past it is
+        (another partition's ``record.next``, say); beyond that entry, one past the end.
+        """
+        dlsns = self.dlsns[partition]
+        end = dlsns[-1].next() if dlsns else DLSN.INITIAL
+        if dlsn <= end:
+            return self.position(partition, dlsn)
+        if (dlsn.segment, dlsn.entry) == (end.segment, end.entry):
+            return len(dlsns) + dlsn.slot - end.slot
+        return len(dlsns) + 1
 
     def check_partition(self, partition: object) -> str:
         if partition not in self.dlsns:
@@ -338,7 +364,7 @@ class World:
         else:
             store.commit(dict(offsets), dict(state))
         for partition, dlsn in offsets.items():
-            self.stored[partition] = self.position(partition, dlsn)
+            self.stored[partition] = self.commit_position(partition, dlsn)
 
     def read_offset(self, machine: int, partition: str) -> DLSN | None:
         """The stored offset of ``partition``, as an instance on ``machine`` reads it (which
@@ -375,7 +401,7 @@ class World:
             self._restore()
         for partition in self.partitions:
             dlsn = self.store.get(partition)
-            now = None if dlsn is None else self.position(partition, dlsn)
+            now = None if dlsn is None else self.commit_position(partition, dlsn)
             if now != self.stored[partition]:
                 self.stored[partition] = now
                 self.record(
@@ -417,7 +443,8 @@ class World:
                 items = []
                 while (item := reader.read_next()) is not None:
                     items.append((item.dlsn, decode_output(item.payload, f"output log {log!r}")))
-            if self.topology.sinks[sink].upsert:
+            spec = self.topology.sinks[sink]
+            if spec.upsert or spec.kind is SinkKind.ENTITY:
                 # one row per key, the last written, found where that write is in the log
                 last = {out.key: position for position, (_, out) in enumerate(items)}
                 items = [items[position] for position in sorted(last.values())]

@@ -3,7 +3,8 @@
 :func:`histories` draws well-formed histories of random events: nothing promises they are
 correct, and every anomaly kind can occur (lost, duplicate, unexpected (including outputs of
 poison records and of undeclared parts), aborted-read, count-mismatch on both sides,
-nonmonotonic, skip, offset-ahead, offset-regression), with incomplete and undrained runs,
+nonmonotonic, skip, offset-ahead, offset-regression; stale with ``entity=True``), with
+incomplete and undrained runs,
 redeliveries, truncation, appends that take an unacknowledged position again or jump ahead,
 and histories without a log sink. :func:`malformed_histories` breaks such a history in the
 ways a Parquet file can hold (values keep their types), and :func:`empty_history` has no
@@ -110,7 +111,7 @@ class HistoryBuilder:
         return History(meta=meta, events=tuple(self.events))
 
 
-def _sinks(draw: st.DrawFn) -> dict[str, SinkSpec]:
+def _sinks(draw: st.DrawFn, entity: bool = False) -> dict[str, SinkSpec]:
     sinks = {
         "out": SinkSpec(SinkKind.LOG, ordered=draw(st.booleans())),
         "mirror": SinkSpec(SinkKind.LOG, ordered=draw(st.booleans())),
@@ -120,6 +121,8 @@ def _sinks(draw: st.DrawFn) -> dict[str, SinkSpec]:
     }
     if draw(st.integers(0, 5)) == 0:
         sinks = {name: spec for name, spec in sinks.items() if spec.kind is SinkKind.TABLE}
+    if entity:
+        sinks["rows"] = SinkSpec(SinkKind.ENTITY)
     return sinks
 
 
@@ -149,6 +152,8 @@ class _Drawn:
             self.appended.append(f"r{len(self.appended)}")
         elif step in ("ack", "read") and self.appended:
             self.record(step, process)
+        elif step == "emit" and "rows" in b.sinks and draw(st.booleans()):
+            self.entity_emit(process)
         elif step == "emit":
             parts = draw(st.integers(1, 3))
             b.emit(
@@ -161,6 +166,34 @@ class _Drawn:
             )
         else:
             self.bookkeeping(step, process, partition)
+
+    def entity_emit(self, process: int) -> None:
+        """A row of the entity table ``rows``: mostly under its record's key."""
+        draw, b = self.draw, self.b
+        acked = sorted({e.record_id for e in b.events if e.kind is _K.ACK and e.record_id})
+        record_id = draw(st.sampled_from([None, "ghost", *self.appended, *acked, *acked, *acked]))
+        own = b.records[record_id].key if record_id in b.records else None
+        key = own if own and draw(st.integers(0, 4)) else draw(st.sampled_from(KEYS))
+        b.emit(record_id, part=0, parts=1, sink="rows", key=key, process=process)
+
+    def entity_rows(self) -> None:
+        """The entity table's final rows: per key, one of the rows written under it (the
+        last, or an older one: a stale overwrite), or none."""
+        draw, b = self.draw, self.b
+        for key in KEYS:
+            written = [o for o, e in sorted(b.outputs.items()) if e.sink == "rows" and e.key == key]
+            if not written or draw(st.integers(0, 5)) == 0:
+                continue
+            output_id = written[-1] if draw(st.booleans()) else draw(st.sampled_from(written))
+            emit = b.outputs[output_id]
+            b.add(
+                _K.OBSERVE,
+                sink="rows",
+                output_id=output_id,
+                record_id=emit.record_id,
+                part=0,
+                key=key,
+            )
 
     def record(self, step: str, process: int) -> None:
         record_id = self.draw(st.sampled_from(self.appended))
@@ -207,6 +240,8 @@ class _Drawn:
             if self.appended and draw(st.integers(0, 5)) == 0:  # a part no emit declared
                 record_id = draw(st.sampled_from(self.appended))
                 b.add(_K.OBSERVE, sink=logs[0], output_id=98, record_id=record_id, part=3)
+        if "rows" in b.sinks:
+            self.entity_rows()
         for _ in range(draw(st.integers(0, 4))):
             b.add(
                 _K.OBSERVE,
@@ -217,9 +252,11 @@ class _Drawn:
 
 
 @st.composite
-def histories(draw: st.DrawFn) -> History:
-    """Well-formed histories of random events (see the module docstring)."""
-    b = HistoryBuilder(_sinks(draw))
+def histories(draw: st.DrawFn, *, entity: bool = False) -> History:
+    """Well-formed histories of random events (see the module docstring); with ``entity``
+    they also have an entity table ``rows`` whose final rows may be stale, missing, or
+    under another key than their record's."""
+    b = HistoryBuilder(_sinks(draw, entity))
     run = _Drawn(draw, b)
     for _ in range(draw(st.integers(0, 40))):
         step = draw(st.sampled_from(_STEPS))

@@ -1,0 +1,86 @@
+"""The Spark checker against the local checker on the histories issue 28 added: a commit past
+a partition's end (kept where it points) and an entity table (a ``last-write`` sink).
+
+Run only these when touching them (Spark is heavy):
+``pytest tests/test_spark_parity_round3.py -p no:cacheprovider``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+if not os.environ.get("CI"):
+    pytest.importorskip("pyspark", reason="the Spark checker needs pyspark")
+
+from test_positions import IDLE_SECOND, TWO, mirror_offsets, own_offsets
+from test_spark_checker import check_both, write_runs
+
+import harness
+from harness import Produce, Run, Schedule
+from harness.check import AnomalyKind, Guarantee, check
+
+
+@pytest.fixture(scope="module")
+def spark(harness_spark: Any) -> Any:
+    harness_spark.conf.set("spark.sql.shuffle.partitions", "2")
+    return harness_spark
+
+
+@pytest.mark.slow
+def test_a_commit_past_a_partitions_end_is_judged_alike(spark: Any, tmp_path: Path) -> None:
+    shorter = Schedule([Produce(partition=1, count=1), Produce(partition=0, count=3), Run(40)])
+    runs = [
+        harness.simulate(processor, schedule, topology=TWO)
+        for processor in (mirror_offsets, own_offsets)
+        for schedule in (IDLE_SECOND, shorter)
+    ]
+    stored = write_runs(tmp_path, runs)
+    ahead = [
+        AnomalyKind.OFFSET_AHEAD in {a.kind for a in check(h, Guarantee.AT_LEAST_ONCE).anomalies}
+        for h in stored.values()
+    ]
+    assert ahead == [True, True, False, False]
+    check_both(tmp_path, stored, spark)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="the Spark checker does not judge entity sinks yet: harness/spark/check reads an "
+    "entity sink as an unchecked table, so it misses stale, lost and unexpected rows (the "
+    "Spark side of issue 28's entity tables is for the Spark checker's owner)",
+)
+def test_entity_tables_are_judged_alike(spark: Any, tmp_path: Path) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as fixed_seed
+    from test_entity import rows_history
+
+    from harness.strategies.histories import histories
+
+    runs = [
+        rows_history([("k1", 2), ("k2", 1)]),  # valid
+        rows_history([("k1", 0), ("k2", 1)]),  # stale
+        rows_history([("k1", 2)]),  # lost
+        rows_history([("k1", 2), ("k3", 1)]),  # lost and unexpected
+    ]
+
+    @fixed_seed(28)
+    @settings(max_examples=60, database=None, suppress_health_check=list(HealthCheck))
+    @given(histories(entity=True))
+    def collect(history: Any) -> None:
+        runs.append(history)
+
+    collect()
+    stored = write_runs(tmp_path, runs)
+    kinds = [{a.kind for a in check(h, Guarantee.AT_LEAST_ONCE).anomalies} for h in stored.values()]
+    assert kinds[:4] == [
+        set(),
+        {AnomalyKind.STALE},
+        {AnomalyKind.LOST},
+        {AnomalyKind.LOST, AnomalyKind.UNEXPECTED},
+    ]
+    check_both(tmp_path, stored, spark)
