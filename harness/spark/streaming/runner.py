@@ -334,6 +334,12 @@ def run_stream(
         raise ConfigError(f"variant must be a Variant, got {variant!r}")
     if not isinstance(schedule, StreamSchedule):
         raise ConfigError(f"schedule must be a StreamSchedule, got {schedule!r}")
+    for step in schedule.steps:
+        if isinstance(step, CrashQuery) and step.point is CrashPoint.AFTER_COMMIT:
+            raise ConfigError(
+                f"{step!r}: the built-in variants crash before-write or after-write; "
+                "after-commit crashes are for unchanged jobs (harness.spark.streaming.job)"
+            )
     runner = _Runner(variant, schedule, Path(workdir), config or StreamConfig(), spark, run_id)
     return runner.run()
 

@@ -1,0 +1,91 @@
+"""What an unchanged job's sinks hold after the drain, as rows (dicts of columns).
+
+:func:`sink_rows` reads one :class:`~harness.spark.streaming.job.JobSink` at the schedule's
+copy of its location: a Kafka topic's messages (``key``, ``value``, ``topic``), a Spark file
+sink through its ``_spark_metadata`` log (as every reader of a file sink must: files of
+batches that died before the sink's commit are in the directory too), a SQLite table's rows,
+or the non-empty lines of files. Rows come in a stable order so that the same schedule gives
+the same history. Imports pyspark only for file sinks.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError
+from harness.spark.streaming._interpose_paths import redirect
+from harness.spark.streaming._kafkalog import read_topic
+
+__all__ = ["sink_rows"]
+
+
+def sink_rows(
+    sink: Any,
+    root: str,
+    uri: str,
+    queries: Sequence[Mapping[str, Any]],
+    session: Callable[[], Any],
+) -> list[dict[str, Any]]:
+    """The rows ``sink`` holds (module docstring); ``queries`` are the runs' query records
+    (their sink's format and schema), ``session()`` a Spark session for file sinks."""
+    if sink.kind == "kafka":
+        return [
+            {"key": key, "value": value, "topic": sink.location}
+            for key, value in read_topic(uri, sink.location)
+        ]
+    where = redirect(root, sink.location)
+    if sink.kind == "sqlite":
+        return _sqlite_rows(where, sink.table)
+    if sink.kind == "lines":
+        return _lines(where)
+    return _file_sink_rows(where, queries, session)
+
+
+def _sqlite_rows(path: str, table: str) -> list[dict[str, Any]]:
+    if not Path(path).exists():
+        return []
+    # read-only, through a URI: the job's redirected connect() is not in place any more
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        connection.row_factory = sqlite3.Row
+        tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master")}
+        if table not in tables:
+            return []
+        rows = [dict(r) for r in connection.execute(f'SELECT * FROM "{table}"')]
+    finally:
+        connection.close()
+    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def _lines(pattern: str) -> list[dict[str, Any]]:
+    found = []
+    for name in sorted(glob.glob(pattern, recursive=True)):
+        with open(name, encoding="utf-8", errors="replace") as lines:
+            found.extend({"line": line.rstrip("\n")} for line in lines if line.strip())
+    return found
+
+
+def _file_sink_rows(
+    path: str, queries: Sequence[Mapping[str, Any]], session: Callable[[], Any]
+) -> list[dict[str, Any]]:
+    used = [q for q in queries if q.get("path") == path]
+    if not used:
+        raise ConfigError(
+            f"no query of the job wrote a file sink at {path!r} (the schedule's copy of the "
+            "sink's path); name the path the job gives writeStream (option path or start(path))"
+        )
+    if not (Path(path) / "_spark_metadata").is_dir():
+        return []
+    from pyspark.sql.types import StructType
+
+    spark = session()
+    reader = spark.read.format(used[-1]["sink"])
+    if used[-1].get("schema"):
+        reader = reader.schema(StructType.fromJson(json.loads(used[-1]["schema"])))
+    rows = [r.asDict(recursive=True) for r in reader.load(path).collect()]
+    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
