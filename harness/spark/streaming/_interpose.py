@@ -47,15 +47,18 @@ from harness.spark.streaming._gate import gate_path, start_gate
 from harness.spark.streaming._interpose_paths import redirect
 from harness.spark.streaming.kafka_source import (
     KAFKA_SOURCE_NAME,
-    HarnessKafkaDataSource,
     kafka_sink_options,
     kafka_source_options,
+    register_kafka,
 )
 
 __all__ = ["QUERY_FILE", "JobRun", "interposed", "redirect", "run_app"]
 
 QUERY_FILE: Final = "query.json"
 """What the run's query was (sink format, paths, schema), in the run's gate directory."""
+_SETTINGS: Final = {"spark.sql.shuffle.partitions": "2", "spark.sql.adaptive.enabled": "false"}
+"""The harness's settings for a job's run (a job's own settings override them): few
+partitions for a few records, and plans that do not change between a batch and its replay."""
 _NO_HOOK_SINKS: Final = frozenset({"foreachbatch", "kafka"})
 
 
@@ -98,6 +101,8 @@ class _State:
     on_started: Callable[[], None] | None
     patches: list[tuple[Any, str, Any]] = field(default_factory=list)
     queries: int = 0
+    saved: dict[str, str | None] = field(default_factory=dict)
+    """The session's settings before the job changed them, put back after the run."""
 
     def patch(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
         original = owner.__dict__[name]
@@ -138,6 +143,8 @@ def _session_patches(state: _State) -> None:
         def set(conf: Any, key: str, value: Any) -> None:
             if key == "spark.sql.streaming.checkpointLocation":
                 value = state.redirect(value)
+            if key not in state.saved:
+                state.saved[key] = conf.get(key, None)
             original(conf, key, value)
 
         return set
@@ -393,7 +400,7 @@ def interposed(
 ) -> Iterator[None]:
     """Interpose the PySpark API for one query run of a job on ``session`` (module docstring);
     a watchdog stops the session's queries after ``run.timeout_s``."""
-    session.dataSource.register(HarnessKafkaDataSource)
+    register_kafka(session)
     state = _State(run=run, session=session, on_started=on_started)
     cwd = Path(run.root) / "cwd"
     cwd.mkdir(parents=True, exist_ok=True)
@@ -405,6 +412,8 @@ def interposed(
         _reader_patches(state)
         _writer_patches(state)
         _batch_patches(state)
+        for key, value in _SETTINGS.items():
+            session.conf.set(key, value)
         os.chdir(cwd)
         watchdog.start()
         yield
@@ -413,6 +422,12 @@ def interposed(
         os.chdir(previous)
         for owner, name, original in reversed(state.patches):
             setattr(owner, name, original)
+        for key, value in state.saved.items():
+            with contextlib.suppress(Exception):  # a JVM that died cannot be configured
+                if value is None:
+                    session.conf.unset(key)
+                else:
+                    session.conf.set(key, value)
 
 
 def _stop_all(session: SparkSession) -> None:

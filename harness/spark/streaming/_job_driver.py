@@ -37,9 +37,11 @@ def main(argv: Sequence[str]) -> int:
     try:
         from harness.spark.session import spark_session
 
+        from harness.spark.streaming.kafka_source import register_kafka
+
         spark = spark_session()
-        session = spark.newSession()
-        session.conf.set("spark.sql.adaptive.enabled", "false")
+        register_kafka(spark)
+        session = spark
         with interposed(run, session, on_started=lambda: _say(signal, "started")):
             run_app(spec["app"], spec["argv"])
             for query in session.streams.active:

@@ -304,25 +304,24 @@ class _JobRunner:
             namespace.open_log(log) as manager,
             manager.open_writer() as writer,
         ):
-            if True:
-                for _ in range(step.count):
-                    number = self.records
-                    record_id, key = f"r{number}", f"k{number % self.job.keys}"
-                    payload = encode_message(*_values(self.job.value_format, record_id, key))
-                    writer.write(LogRecord(BASE_TIMESTAMP_MS + number, payload))
-                    offset = self.offsets[log]
-                    self.recorder.add(
-                        EventKind.APPEND,
-                        partition=log,
-                        offset=offset,
-                        record_id=record_id,
-                        key=key,
-                        value=1,
-                    )
-                    written.append((record_id, offset))
-                    self.records += 1
-                    self.offsets[log] += 1
-                writer.commit()
+            for _ in range(step.count):
+                number = self.records
+                record_id, key = f"r{number}", f"k{number % self.job.keys}"
+                payload = encode_message(*_values(self.job.value_format, record_id, key))
+                writer.write(LogRecord(BASE_TIMESTAMP_MS + number, payload))
+                offset = self.offsets[log]
+                self.recorder.add(
+                    EventKind.APPEND,
+                    partition=log,
+                    offset=offset,
+                    record_id=record_id,
+                    key=key,
+                    value=1,
+                )
+                written.append((record_id, offset))
+                self.records += 1
+                self.offsets[log] += 1
+            writer.commit()
         for record_id, offset in written:
             self.recorder.add(EventKind.ACK, partition=log, offset=offset, record_id=record_id)
 
@@ -387,14 +386,19 @@ class _JobRunner:
         return outcome
 
     def _session(self) -> SparkSession:
+        """The process's session itself, not one of its ``newSession()``\ s: Spark 4.x
+        finds a Python data source's stream reader and writer only on the session it was
+        registered with (measured with pyspark 4.3: DATA_SOURCE_NOT_FOUND on a new session
+        for one or the other). :func:`~harness.spark.streaming._interpose.interposed`
+        puts back every setting the job changes."""
         if self.spark is None:
             from harness.spark.session import spark_session
 
             self.spark = spark_session()
-        session = self.spark.newSession()
-        session.conf.set("spark.sql.shuffle.partitions", str(self.job.shuffle_partitions))
-        session.conf.set("spark.sql.adaptive.enabled", "false")
-        return session
+        from harness.spark.streaming.kafka_source import register_kafka
+
+        register_kafka(self.spark)
+        return self.spark
 
     def _in_process(self, spec: dict[str, Any], gate: Any) -> _Outcome:
         from harness.spark.streaming import _interpose

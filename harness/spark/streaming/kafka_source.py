@@ -69,6 +69,7 @@ __all__ = [
     "HarnessKafkaDataSource",
     "kafka_sink_options",
     "kafka_source_options",
+    "register_kafka",
 ]
 
 KAFKA_SOURCE_NAME: Final = "harness-kafka"
@@ -431,3 +432,17 @@ class HarnessKafkaDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         uri, topic = self._sink(schema)
         return _KafkaBatchWriter(uri, topic)
+
+
+def register_kafka(spark: Any) -> None:
+    """Register :class:`HarnessKafkaDataSource` with ``spark`` unless it has it already.
+
+    Register it with the process's first session before making others: a session made
+    by ``newSession()`` inherits the registrations, but Spark 4.x finds a Python data
+    source's *stream writer* only when the first session has it (DATA_SOURCE_NOT_FOUND
+    otherwise, measured with pyspark 4.3)."""
+    try:
+        spark.dataSource.register(HarnessKafkaDataSource)
+    except Exception as exc:  # pyspark's AnalysisException, imported lazily by pyspark
+        if "DATA_SOURCE_ALREADY_EXISTS" not in str(exc):
+            raise
