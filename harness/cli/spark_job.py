@@ -97,10 +97,9 @@ def _job(args: argparse.Namespace, app_args: Sequence[str]) -> Any:
 def run(args: argparse.Namespace, app_args: Sequence[str], argv: Sequence[str]) -> int:
     """Explore (or replay) and print the verdict; the exit code."""
     from harness.check.local import check
+    from harness.check.verdict import Guarantee
     from harness.spark.streaming.job import run_job
     from harness.spark.streaming.jobsearch import JobReplay, explore_job
-
-    from harness.check.verdict import Guarantee
 
     job = _job(args, app_args)
     _quiet_spark()

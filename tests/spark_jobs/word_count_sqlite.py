@@ -29,7 +29,8 @@ def main(database="/var/lib/wordcount/counts.db", mode="absolute"):
         con = sqlite3.connect(database)
         with con:
             con.execute(
-                "CREATE TABLE IF NOT EXISTS counts (word TEXT PRIMARY KEY, n INTEGER, batch INTEGER)"
+                "CREATE TABLE IF NOT EXISTS counts "
+                "(word TEXT PRIMARY KEY, n INTEGER, batch INTEGER)"
             )
             for row in batch_df.collect():
                 if mode == "increment":
@@ -41,7 +42,8 @@ def main(database="/var/lib/wordcount/counts.db", mode="absolute"):
                 else:
                     con.execute(
                         "INSERT INTO counts VALUES (?, ?, ?) ON CONFLICT(word) DO UPDATE "
-                        "SET n = excluded.n, batch = excluded.batch WHERE excluded.batch >= counts.batch",
+                        "SET n = excluded.n, batch = excluded.batch "
+                        "WHERE excluded.batch >= counts.batch",
                         (row["word"], row["count"], batch_id),
                     )
         con.close()

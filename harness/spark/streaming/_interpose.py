@@ -422,12 +422,12 @@ def interposed(
         os.chdir(previous)
         for owner, name, original in reversed(state.patches):
             setattr(owner, name, original)
-        for key, value in state.saved.items():
+        for key, saved in state.saved.items():
             with contextlib.suppress(Exception):  # a JVM that died cannot be configured
-                if value is None:
+                if saved is None:
                     session.conf.unset(key)
                 else:
-                    session.conf.set(key, value)
+                    session.conf.set(key, saved)
 
 
 def _stop_all(session: SparkSession) -> None:
@@ -453,7 +453,7 @@ def run_app(target: str, argv: list[str]) -> None:
     sys.argv = [where.file, *argv]
     if where.module != "__main__":
         sys.modules[where.module] = module
-        cloudpickle.register_pickle_by_value(module)  # its functions reach Spark's workers
+        cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]  # its functions reach Spark's workers
     try:
         code = compile(Path(where.file).read_bytes(), where.file, "exec")
         exec(code, module.__dict__)
@@ -469,7 +469,7 @@ def run_app(target: str, argv: list[str]) -> None:
         sys.argv = saved_argv
         if where.module != "__main__":
             with contextlib.suppress(ValueError, KeyError):
-                cloudpickle.unregister_pickle_by_value(module)
+                cloudpickle.unregister_pickle_by_value(module)  # type: ignore[no-untyped-call]
             if saved_module is None:
                 sys.modules.pop(where.module, None)
             else:

@@ -36,7 +36,6 @@ def main(argv: Sequence[str]) -> int:
     signal = gate.signal
     try:
         from harness.spark.session import spark_session
-
         from harness.spark.streaming.kafka_source import register_kafka
 
         spark = spark_session()

@@ -63,7 +63,7 @@ def _sqlite_rows(path: str, table: str) -> list[dict[str, Any]]:
 
 
 def _lines(pattern: str) -> list[dict[str, Any]]:
-    found = []
+    found: list[dict[str, Any]] = []
     for name in sorted(glob.glob(pattern, recursive=True)):
         with open(name, encoding="utf-8", errors="replace") as lines:
             found.extend({"line": line.rstrip("\n")} for line in lines if line.strip())

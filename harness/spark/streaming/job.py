@@ -386,7 +386,7 @@ class _JobRunner:
         return outcome
 
     def _session(self) -> SparkSession:
-        """The process's session itself, not one of its ``newSession()``\ s: Spark 4.x
+        """The process's session itself, not one of its ``newSession()`` sessions: Spark 4.x
         finds a Python data source's stream reader and writer only on the session it was
         registered with (measured with pyspark 4.3: DATA_SOURCE_NOT_FOUND on a new session
         for one or the other). :func:`~harness.spark.streaming._interpose.interposed`
@@ -520,7 +520,7 @@ class _JobRunner:
                 self._observe_table(sink, rows)
                 continue
             for row in rows:
-                ids = self._lineage(row) or [None]
+                ids: list[str | None] = [*self._lineage(row)] or [None]
                 for part, record_id in enumerate(ids):
                     self.recorder.add(
                         EventKind.OBSERVE,

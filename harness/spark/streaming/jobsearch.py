@@ -76,8 +76,9 @@ def planned_schedules(
     for how in hows:
         for point in points:
             for batch in range(batches):
-                steps = [*produce, CrashQuery(batch=batch, point=point, how=how)]
-                plan.append(StreamSchedule(steps=(*steps, ProduceRecords(count=2))))
+                crash = CrashQuery(batch=batch, point=point, how=how)
+                steps: list[StreamStep] = [*produce, crash, ProduceRecords(count=2)]
+                plan.append(StreamSchedule(steps=tuple(steps)))
     return plan
 
 
@@ -131,7 +132,8 @@ class JobReplay:
     def save(self, directory: str | Path) -> Path:
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
-        name = f"spark-job-{Path(self.app.split(':')[0]).stem}-{hashlib.sha1(self.schedule.dumps().encode()).hexdigest()[:10]}.json"
+        digest = hashlib.sha1(self.schedule.dumps().encode()).hexdigest()[:10]
+        name = f"spark-job-{Path(self.app.split(':')[0]).stem}-{digest}.json"
         path = folder / name
         path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
         return path

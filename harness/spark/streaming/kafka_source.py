@@ -22,6 +22,7 @@ them. This module imports pyspark.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -295,7 +296,7 @@ class _KafkaStreamReader(DLogStreamReader):
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        import pyarrow as pa
+        pa: Any = importlib.import_module("pyarrow")
 
         assert isinstance(partition, DLogPartition)
         topic, number = _topic_partition(partition.log)
