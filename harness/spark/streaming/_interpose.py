@@ -101,6 +101,7 @@ class _State:
     on_started: Callable[[], None] | None
     patches: list[tuple[Any, str, Any]] = field(default_factory=list)
     queries: int = 0
+    timed_out: bool = False
     saved: dict[str, str | None] = field(default_factory=dict)
     """The session's settings before the job changed them, put back after the run."""
 
@@ -397,15 +398,21 @@ def _batch_patches(state: _State) -> None:
 @contextlib.contextmanager
 def interposed(
     run: JobRun, session: SparkSession, on_started: Callable[[], None] | None = None
-) -> Iterator[None]:
+) -> Iterator[_State]:
     """Interpose the PySpark API for one query run of a job on ``session`` (module docstring);
-    a watchdog stops the session's queries after ``run.timeout_s``."""
+    a watchdog stops the session's queries after ``run.timeout_s`` (``timed_out`` on the
+    state it yields, with ``queries``, the number of queries the job started)."""
     register_kafka(session)
     state = _State(run=run, session=session, on_started=on_started)
     cwd = Path(run.root) / "cwd"
     cwd.mkdir(parents=True, exist_ok=True)
     previous = os.getcwd()
-    watchdog = threading.Timer(run.timeout_s, lambda: _stop_all(session))
+
+    def expire() -> None:
+        state.timed_out = True
+        _stop_all(session)
+
+    watchdog = threading.Timer(run.timeout_s, expire)
     watchdog.daemon = True
     try:
         _session_patches(state)
@@ -416,7 +423,7 @@ def interposed(
             session.conf.set(key, value)
         os.chdir(cwd)
         watchdog.start()
-        yield
+        yield state
     finally:
         watchdog.cancel()
         os.chdir(previous)

@@ -412,15 +412,19 @@ class _JobRunner:
         run = _interpose.JobRun.from_json(spec["run"])
         error = None
         try:
-            with _interpose.interposed(run, session):
+            with _interpose.interposed(run, session) as state:
                 try:
                     _interpose.run_app(spec["app"], spec["argv"])
                 finally:
                     _settle(session, run.timeout_s)
+            if state.timed_out:
+                error = f"the job's query did not finish within {run.timeout_s:.0f}s; stopped"
+            elif state.queries == 0:
+                error = "the job ended without starting a streaming query"
         except ConfigError:
             raise
         except Exception as exc:  # the job's or Spark's failure: a verdict, not a crash
-            error = describe(exc)
+            error = _describe(exc)
         return self._outcome(gate, error)
 
     def _outcome(self, gate: Any, error: str | None) -> _Outcome:
@@ -559,6 +563,14 @@ class _JobRunner:
         runs = self.workdir / "runs"
         found = [_query_record(str(runs / str(n))) for n in range(1, self.processes + 1)]
         return [q for q in found if q is not None]
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for a failure: :func:`describe`, plus the Java exception's line of a Py4J
+    error (whose first line only names the JVM call)."""
+    java = next((line[2:] for line in str(exc).splitlines() if line.startswith(": ")), None)
+    head = describe(exc)
+    return head if java is None else f"{head} {first_line(java)}"[:500]
 
 
 def _query_record(directory: str) -> dict[str, Any] | None:
