@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -181,3 +182,42 @@ def test_unknown_kafka_option_is_a_usage_error(spark: SparkSession, tmp_path: Pa
         run_job(
             bad, StreamSchedule(steps=(ProduceRecords(1),)), workdir=tmp_path / "w", spark=spark
         )
+
+
+def test_pytest_fixture_fails_a_test_with_the_counterexample(harness_spark_job: Any) -> None:
+    with pytest.raises(AssertionError, match=r"(?s)duplicate.*replay file: .*spark-job-fb_append"):
+        harness_spark_job(
+            APPEND.app,
+            guarantee="exactly-once",
+            inputs=("events",),
+            sinks=("sqlite:/tmp/events.db:events",),
+            max_offsets_per_trigger=2,
+            max_schedules=1,
+            sigkill=False,
+        )
+
+
+def test_after_commit_crash_loses_rows_buffered_in_the_driver(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    def job(app: str) -> SparkJob:
+        return SparkJob(
+            str(JOBS / app),
+            inputs=("events",),
+            sinks=("sqlite:/srv/events.db:events",),
+            id_column="id",
+            max_offsets_per_trigger=2,
+        )
+
+    buffered = run_job(
+        job("fb_buffered.py"), _crash(CrashPoint.AFTER_COMMIT), workdir=tmp_path / "a", spark=spark
+    )
+    assert [c.point for c in buffered.crashes] == [CrashPoint.AFTER_COMMIT]
+    assert _kinds(buffered.history, ALO) == {AnomalyKind.LOST}
+    clean = run_job(
+        job("fb_buffered.py"),
+        StreamSchedule(steps=(ProduceRecords(4),)),
+        workdir=tmp_path / "b",
+        spark=spark,
+    )
+    assert check(clean.history, EO).status is Status.VALID  # it flushes when the query ends

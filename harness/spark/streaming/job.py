@@ -33,8 +33,6 @@ import contextlib
 import json
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,8 +50,15 @@ from harness.faults.streams import (
 from harness.history.events import Aggregate, EventKind, History, HistoryMeta, SinkKind, SinkSpec
 from harness.log.namespace import leveldb_uri, open_namespace
 from harness.log.record import LogRecord
-from harness.spark.streaming._children import ChildSilent, Reports, kill_tree, wait_exit
-from harness.spark.streaming.runner import FiredCrash, _Outcome, _Recorder, describe, first_line
+from harness.spark.streaming._children import ChildSilent, Reports, kill_tree, launch, wait_exit
+from harness.spark.streaming.runner import (
+    FiredCrash,
+    _Outcome,
+    _Recorder,
+    append_records,
+    describe,
+    first_line,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -64,7 +69,6 @@ BASE_TIMESTAMP_MS: Final = 1_700_000_000_000
 _TOKEN: Final = re.compile(r"(?<![A-Za-z0-9_])[rR](\d{1,12})(?![A-Za-z0-9_])")
 _SINK_KINDS: Final = ("kafka", "files", "sqlite", "lines")
 _VALUE_FORMATS: Final = ("json", "text", "words")
-_CHILD_JVM_OPTIONS: Final = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 RowLineage = Callable[[Mapping[str, Any]], "str | Iterable[str] | None"]
 """Which input record id(s) an output row (a dict of its columns) comes from. The lineage
@@ -298,32 +302,24 @@ class _JobRunner:
         if step.count == 0:
             return
         log = self.logs[step.log % len(self.logs)]
-        written: list[tuple[str, int]] = []
-        with (
-            open_namespace(self.uri) as namespace,
-            namespace.open_log(log) as manager,
-            manager.open_writer() as writer,
-        ):
-            for _ in range(step.count):
-                number = self.records
-                record_id, key = f"r{number}", f"k{number % self.job.keys}"
-                payload = encode_message(*_values(self.job.value_format, record_id, key))
-                writer.write(LogRecord(BASE_TIMESTAMP_MS + number, payload))
-                offset = self.offsets[log]
-                self.recorder.add(
-                    EventKind.APPEND,
-                    partition=log,
-                    offset=offset,
-                    record_id=record_id,
-                    key=key,
-                    value=1,
-                )
-                written.append((record_id, offset))
-                self.records += 1
-                self.offsets[log] += 1
-            writer.commit()
-        for record_id, offset in written:
-            self.recorder.add(EventKind.ACK, partition=log, offset=offset, record_id=record_id)
+        value_format = self.job.value_format
+
+        def record(number: int, record_id: str, key: str) -> LogRecord:
+            payload = encode_message(*_values(value_format, record_id, key))
+            return LogRecord(BASE_TIMESTAMP_MS + number, payload)
+
+        append_records(
+            self.recorder,
+            self.uri,
+            log,
+            self.records,
+            step.count,
+            self.offsets[log],
+            keys=self.job.keys,
+            record=record,
+        )
+        self.records += step.count
+        self.offsets[log] += step.count
 
     # -- query runs ---------------------------------------------------------------------
 
@@ -451,24 +447,11 @@ class _JobRunner:
         spec_path = directory / "child.json"
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
         log_path = directory / "child.log"
-        env = dict(os.environ)
-        env["HARNESS_SPARK_TMPDIR"] = str(directory / "spark")
-        env["PYTHONUNBUFFERED"] = "1"
-        env["JAVA_TOOL_OPTIONS"] = " ".join(
-            filter(None, [env.get("JAVA_TOOL_OPTIONS"), _CHILD_JVM_OPTIONS])
-        )
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
         channel = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
         try:
-            with log_path.open("wb") as log:
-                child = subprocess.Popen(
-                    [sys.executable, "-m", "harness.spark.streaming._job_driver", str(spec_path)],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                    env=env,
-                )
+            child = launch(
+                "harness.spark.streaming._job_driver", spec_path, directory / "spark", log_path
+            )
             reports = Reports(child, channel, log_path)
             try:
                 message = reports.next(self.job.timeout_s)

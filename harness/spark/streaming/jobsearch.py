@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "JOB_REPLAY_VERSION",
     "JobExploration",
+    "JobExplorer",
     "JobReplay",
     "draw_schedule",
     "explore_job",
@@ -239,3 +240,45 @@ def explore_job(
             break
     explored.seconds = time.monotonic() - started
     return explored
+
+
+@final
+class JobExplorer:
+    """The ``harness_spark_job`` pytest fixture: ``harness_spark_job("job.py", guarantee=...,
+    inputs=("events",), sinks=("sqlite:/tmp/e.db:events",))`` explores the job on the test's
+    session in its ``tmp_path`` and raises ``AssertionError`` with the verdict, the schedule,
+    what was tried and the replay file when the guarantee does not hold; returns the
+    :class:`JobExploration` when it does."""
+
+    def __init__(self, spark: Any, workdir: Path) -> None:
+        self.spark = spark
+        self.workdir = workdir
+
+    def __call__(
+        self,
+        app: str,
+        *,
+        guarantee: Guarantee | str,
+        max_schedules: int = 12,
+        seed: int = 0,
+        sigkill: bool = True,
+        **job: Any,
+    ) -> JobExploration:
+        subject = SparkJob(app, **job)
+        explored = explore_job(
+            subject,
+            guarantee,
+            workdir=self.workdir / "schedules",
+            max_schedules=max_schedules,
+            seed=seed,
+            sigkill=sigkill,
+            failures_dir=self.workdir / "failures",
+            spark=self.spark,
+        )
+        if explored.verdict is not None:
+            assert explored.failure is not None
+            raise AssertionError(
+                f"{explored.verdict.summary()}\n{explored.failure.schedule.describe()}\n"
+                f"tried: {explored.coverage()}\nreplay file: {explored.replay_file}"
+            )
+        return explored
