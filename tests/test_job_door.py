@@ -208,3 +208,11 @@ def test_command_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None
     assert "KEY_COLUMN:COUNT_COLUMN" in capsys.readouterr().err
     assert main(["job.py", "--guarantee", "exactly-once", "--input", "e"]) == 2
     assert "sink to observe" in capsys.readouterr().err
+
+
+def test_command_refuses_a_lineage_it_cannot_load(capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli.spark_job import main
+
+    args = [str(JOBS / "fb_append.py"), "--guarantee", "exactly-once", "--input", "e"]
+    assert main([*args, "--sink", "sqlite:/x.db:t", "--lineage", "no_such_module:f"]) == 2
+    assert "cannot load lineage function 'no_such_module:f'" in capsys.readouterr().err

@@ -12,6 +12,7 @@ be shown or a usage error. See docs/streaming.md.
 from __future__ import annotations
 
 import argparse
+import importlib
 import shlex
 import sys
 import tempfile
@@ -52,6 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the output column naming the input record id (default: r<N> tokens)",
     )
     parser.add_argument(
+        "--lineage",
+        default=None,
+        metavar="MODULE:FUNCTION",
+        help="a function of an output row (a dict) returning its input record id(s)",
+    )
+    parser.add_argument(
         "--table",
         default=None,
         metavar="KEY_COLUMN:COUNT_COLUMN",
@@ -69,6 +76,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workdir", default=None, help="where the schedules' worlds go")
     parser.add_argument("--failures-dir", default=".harness/failures")
     parser.add_argument("--replay", default=None, metavar="FILE")
+
+
+def _lineage(spec: str | None) -> Any:
+    if spec is None:
+        return None
+    module, _, name = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError(f"cannot load lineage function {spec!r}: {exc}") from None
 
 
 def _job(args: argparse.Namespace, app_args: Sequence[str]) -> Any:
@@ -90,6 +107,7 @@ def _job(args: argparse.Namespace, app_args: Sequence[str]) -> Any:
         value_format=args.value_format,
         table=table,
         id_column=args.id_column,
+        lineage=_lineage(args.lineage),
         max_offsets_per_trigger=args.max_offsets_per_trigger,
     )
 
