@@ -221,3 +221,26 @@ def test_after_commit_crash_loses_rows_buffered_in_the_driver(
         spark=spark,
     )
     assert check(clean.history, EO).status is Status.VALID  # it flushes when the query ends
+
+
+def test_console_word_count_needs_its_checkpoint(spark: SparkSession, tmp_path: Path) -> None:
+    def job(*checkpoint: str) -> SparkJob:
+        return SparkJob(
+            str(JOBS / "console_wordcount.py"),
+            inputs=("words",),
+            sinks=("console",),
+            table=("word", "count"),
+            value_format="words",
+            argv=("localhost:9092", "words", *checkpoint),
+            max_offsets_per_trigger=2,
+        )
+
+    kept = run_job(
+        job("/tmp/wc-checkpoint"),
+        _crash(CrashPoint.AFTER_WRITE),
+        workdir=tmp_path / "a",
+        spark=spark,
+    )
+    assert kept.crashes and check(kept.history, EO).status is Status.VALID
+    none = run_job(job(), _crash(CrashPoint.AFTER_WRITE), workdir=tmp_path / "b", spark=spark)
+    assert _kinds(none.history, EO) == {AnomalyKind.COUNT_MISMATCH}

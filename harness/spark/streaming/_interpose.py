@@ -45,6 +45,7 @@ from harness.spark.streaming._driver import _await_sources
 from harness.spark.streaming._faultgate import Gate
 from harness.spark.streaming._gate import gate_path, start_gate
 from harness.spark.streaming._interpose_paths import redirect
+from harness.spark.streaming.datasource import latest_offsets
 from harness.spark.streaming.kafka_source import (
     KAFKA_SOURCE_NAME,
     kafka_sink_options,
@@ -59,7 +60,7 @@ QUERY_FILE: Final = "query.json"
 _SETTINGS: Final = {"spark.sql.shuffle.partitions": "2", "spark.sql.adaptive.enabled": "false"}
 """The harness's settings for a job's run (a job's own settings override them): few
 partitions for a few records, and plans that do not change between a batch and its replay."""
-_NO_HOOK_SINKS: Final = frozenset({"foreachbatch", "kafka"})
+_NO_HOOK_SINKS: Final = frozenset({"foreachbatch", "kafka", "console"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +78,8 @@ class JobRun:
     timeout_s: float = 300.0
     max_offsets: int | None = None
     """``maxOffsetsPerTrigger`` when the job sets none (None: the job's own)."""
+    first: bool = True
+    """The schedule's first run of the job (see ``_State.pinned``)."""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -120,9 +123,14 @@ class _State:
         return redirect(self.run.root, path)
 
     def pinned(self, log: str) -> DLSN:
-        """The end of ``log`` when the job was first deployed: before any input (see
-        :func:`~harness.spark.streaming.kafka_source.kafka_source_options`)."""
-        return DLSN.INITIAL
+        """Where ``startingOffsets`` ``latest`` starts ``log`` when Spark asks (only when the
+        query has no offsets in its checkpoint): in the schedule's first run, the log's start
+        (the job was deployed before its producers); in a later run (a restarted job without
+        a checkpoint, or whose first run logged no batch) the log's end now, as Spark's Kafka
+        source resolves it at that start: what arrived while the job was down is skipped."""
+        if self.run.first:
+            return DLSN.INITIAL
+        return latest_offsets(self.run.uri, [log])[log]
 
     def gate(self) -> Gate:
         return Gate.load(self.run.gate) or Gate(directory=self.run.gate)
@@ -231,6 +239,10 @@ def _writer_patches(state: _State) -> None:
     def fmt(original: Any) -> Any:
         def format(writer: Any, source: str) -> Any:
             writer._harness_format = source.lower()
+            if source.lower() == "console":
+                return state.original(DataStreamWriter, "foreachBatch")(
+                    writer, _console_capture(state)
+                )
             if source.lower() == "kafka":
                 writer._harness_kafka = {}
                 return original(writer, KAFKA_SOURCE_NAME)
@@ -270,6 +282,26 @@ def _writer_patches(state: _State) -> None:
     state.patch(DataStreamWriter, "trigger", lambda original: lambda writer, **kw: writer)
     state.patch(DataStreamWriter, "start", lambda original: _start(state, original))
     state.patch(DataStreamWriter, "toTable", lambda original: _refuse_table)
+
+
+CONSOLE_FILE: Final = "console.jsonl"
+"""Where the console sink's rows go, one JSON object per line (``batch`` and the columns),
+in the schedule's directory: what the job would have printed, for ``--sink console``."""
+
+
+def _console_capture(state: _State) -> Callable[[Any, int], None]:
+    """The console sink as a ``foreachBatch`` function: each batch's rows appended to
+    :data:`CONSOLE_FILE` instead of printed, then the after-write crash point."""
+
+    def capture(frame: Any, batch_id: int) -> None:
+        rows = [r.asDict(recursive=True) for r in frame.collect()]
+        path = Path(state.run.root) / CONSOLE_FILE
+        with path.open("a", encoding="utf-8") as out:
+            for row in rows:
+                out.write(json.dumps({"batch": batch_id, **row}, default=str) + "\n")
+        state.gate().after_write(len(rows))
+
+    return capture
 
 
 def _refuse_table(writer: Any, *args: Any, **kwargs: Any) -> Any:

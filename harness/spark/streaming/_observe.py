@@ -38,6 +38,9 @@ def sink_rows(
             {"key": key, "value": value, "topic": sink.location}
             for key, value in read_topic(uri, sink.location)
         ]
+    if sink.kind == "console":
+        path = Path(root) / "console.jsonl"
+        return _json_lines(path) if path.exists() else []
     where = redirect(root, sink.location)
     if sink.kind == "sqlite":
         return _sqlite_rows(where, sink.table)
@@ -60,6 +63,11 @@ def _sqlite_rows(path: str, table: str) -> list[dict[str, Any]]:
     finally:
         connection.close()
     return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
 
 
 def _lines(pattern: str) -> list[dict[str, Any]]:

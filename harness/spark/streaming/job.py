@@ -98,8 +98,8 @@ class JobSink:
     """A sink the harness observes after the drain, in the job's own terms (its paths are
     redirected like the job's): ``kafka:TOPIC``, ``files:PATH`` (a Spark file sink, read
     through its ``_spark_metadata`` log), ``sqlite:DB:TABLE`` (each row, or with
-    :attr:`SparkJob.table` a key -> count table) or ``lines:GLOB`` (each non-empty line of
-    the matching files)."""
+    :attr:`SparkJob.table` a key -> count table), ``lines:GLOB`` (each non-empty line of
+    the matching files) or ``console`` (the rows the console sink would have printed)."""
 
     kind: str
     location: str
@@ -108,9 +108,12 @@ class JobSink:
     @classmethod
     def parse(cls, spec: str) -> JobSink:
         kind, _, rest = str(spec).partition(":")
+        if kind == "console" and not rest:
+            return cls("console", "")
         if kind not in _SINK_KINDS or not rest:
             raise ConfigError(
-                f"sink {spec!r:.80} must be kafka:TOPIC, files:PATH, sqlite:DB:TABLE or lines:GLOB"
+                f"sink {spec!r:.80} must be kafka:TOPIC, files:PATH, sqlite:DB:TABLE, "
+                "lines:GLOB or console"
             )
         if kind == "sqlite":
             location, _, table = rest.rpartition(":")
@@ -121,8 +124,8 @@ class JobSink:
 
     @property
     def name(self) -> str:
-        if self.kind == "kafka":
-            return self.location
+        if self.kind in ("kafka", "console"):
+            return self.location or self.kind
         return f"{self.kind}:{self.location}" + (f":{self.table}" if self.table else "")
 
 
@@ -200,7 +203,7 @@ class SparkJob:
         return kafka + self.sinks
 
     def sink_spec(self, sink: JobSink) -> SinkSpec:
-        if self.table is not None and sink.kind in ("sqlite", "files"):
+        if self.table is not None and sink.kind in ("sqlite", "files", "console"):
             return SinkSpec(kind=SinkKind.TABLE, aggregate=Aggregate.COUNT)
         return SinkSpec(kind=SinkKind.LOG)
 
@@ -351,6 +354,7 @@ class _JobRunner:
             outputs=tuple(self.job.outputs),
             timeout_s=self.job.timeout_s,
             max_offsets=self.job.max_offsets_per_trigger,
+            first=self.processes == 1,
         )
         return {"run": run.to_json(), "app": self.job.app, "argv": list(self.job.argv)}
 

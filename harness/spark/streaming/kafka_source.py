@@ -27,6 +27,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from pyspark.sql.datasource import (
@@ -90,6 +91,8 @@ KNOWN_SOURCE_OPTIONS: Final = (
 """The Kafka source options a job may give (case-insensitive); any other is refused.
 ``kafka.*`` (the client's settings, ``kafka.bootstrap.servers`` required as Spark requires
 it) and ``failOnDataLoss`` are accepted and have no effect: the reference log loses nothing."""
+INITIAL_OFFSETS_FILE: Final = "harness-kafka-initial-offsets.json"
+"""Where the source keeps its initial offsets in the job's checkpoint directory."""
 KNOWN_SINK_OPTIONS: Final = ("topic", "checkpointLocation", "kafka.*")
 
 
@@ -259,6 +262,22 @@ class _KafkaStreamReader(DLogStreamReader):
         return Gate.load(self._gate)
 
     def initialOffset(self) -> dict[str, Any]:
+        """The job's ``startingOffsets`` (resolved on the driver at ``load()``), kept in the
+        job's checkpoint the first time, as Spark's Kafka source keeps its initial offsets:
+        a restart from the checkpoint starts its first batch where the first run did."""
+        given = self._starting()
+        checkpoint = _checkpoint_of(self._gate)
+        if checkpoint is None:
+            return given
+        path = Path(checkpoint) / INITIAL_OFFSETS_FILE
+        if path.exists():
+            kept: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+            return kept
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(given, sort_keys=True), encoding="utf-8")
+        return given
+
+    def _starting(self) -> dict[str, Any]:
         return encode_offsets(
             {
                 log: (self.settings.starting or {}).get(log, DLSN.INITIAL)
@@ -308,6 +327,17 @@ class _KafkaStreamReader(DLogStreamReader):
             lock_wait_s=self.settings.lock_wait_s,
         ):
             yield _kafka_rows(pa, batch, topic, number)
+
+
+def _checkpoint_of(gate: str | None) -> str | None:
+    """The job's own checkpoint directory for this run (None: Spark's temporary one)."""
+    if gate is None:
+        return None
+    path = Path(gate) / "query.json"
+    if not path.exists():
+        return None
+    checkpoint = json.loads(path.read_text(encoding="utf-8")).get("checkpoint")
+    return str(checkpoint) if checkpoint else None
 
 
 def _kafka_rows(pa: Any, batch: Any, topic: str, partition: int) -> Any:
