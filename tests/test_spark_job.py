@@ -244,3 +244,23 @@ def test_console_word_count_needs_its_checkpoint(spark: SparkSession, tmp_path: 
     assert kept.crashes and check(kept.history, EO).status is Status.VALID
     none = run_job(job(), _crash(CrashPoint.AFTER_WRITE), workdir=tmp_path / "b", spark=spark)
     assert _kinds(none.history, EO) == {AnomalyKind.COUNT_MISMATCH}
+
+
+def test_foreach_batch_writing_parquet(spark: SparkSession, tmp_path: Path) -> None:
+    def job(mode: str) -> SparkJob:
+        return SparkJob(
+            str(JOBS / "fb_parquet.py"),
+            inputs=("events",),
+            sinks=("files:/data/lake/events",),
+            id_column="id",
+            argv=(mode,),
+        )
+
+    appended = run_job(
+        job("append"), _crash(CrashPoint.AFTER_WRITE), workdir=tmp_path / "a", spark=spark
+    )
+    assert AnomalyKind.DUPLICATE in _kinds(appended.history, EO)
+    by_batch = run_job(
+        job("by-batch"), _crash(CrashPoint.AFTER_WRITE), workdir=tmp_path / "b", spark=spark
+    )
+    assert by_batch.crashes and check(by_batch.history, EO).status is Status.VALID

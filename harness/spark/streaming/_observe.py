@@ -62,7 +62,7 @@ def _sqlite_rows(path: str, table: str) -> list[dict[str, Any]]:
         rows = [dict(r) for r in connection.execute(f'SELECT * FROM "{table}"')]
     finally:
         connection.close()
-    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+    return _sorted(rows)
 
 
 def _json_lines(path: Path) -> list[dict[str, Any]]:
@@ -81,19 +81,47 @@ def _lines(pattern: str) -> list[dict[str, Any]]:
 def _file_sink_rows(
     path: str, queries: Sequence[Mapping[str, Any]], session: Callable[[], Any]
 ) -> list[dict[str, Any]]:
+    """A streaming file sink's rows through its metadata log (with the stream's schema), or,
+    for a directory written by batch writes (``df.write...parquet(path)`` in a
+    ``foreachBatch``), every data file in it, in the format their names say."""
     used = [q for q in queries if q.get("path") == path]
+    spark = session()
     if not used:
-        raise ConfigError(
-            f"no query of the job wrote a file sink at {path!r} (the schedule's copy of the "
-            "sink's path); name the path the job gives writeStream (option path or start(path))"
-        )
+        return _batch_written_rows(spark, Path(path))
     if not (Path(path) / "_spark_metadata").is_dir():
         return []
     from pyspark.sql.types import StructType
 
-    spark = session()
     reader = spark.read.format(used[-1]["sink"])
     if used[-1].get("schema"):
         reader = reader.schema(StructType.fromJson(json.loads(used[-1]["schema"])))
-    rows = [r.asDict(recursive=True) for r in reader.load(path).collect()]
+    return _sorted([r.asDict(recursive=True) for r in reader.load(path).collect()])
+
+
+_FORMATS = {".parquet": "parquet", ".json": "json", ".csv": "csv", ".orc": "orc", ".txt": "text"}
+
+
+def _batch_written_rows(spark: Any, directory: Path) -> list[dict[str, Any]]:
+    if not directory.exists():
+        return []
+    data = [
+        p
+        for p in directory.rglob("*")
+        if p.is_file() and not p.name.startswith(("_", ".")) and p.suffix in _FORMATS
+    ]
+    formats = {_FORMATS[p.suffix] for p in data}
+    if len(formats) > 1:
+        raise ConfigError(
+            f"the files under {str(directory)!r} are of several formats {sorted(formats)}; "
+            "name a directory that holds one"
+        )
+    if not data:
+        return []
+    frame = (
+        spark.read.format(formats.pop()).option("recursiveFileLookup", "true").load(str(directory))
+    )
+    return _sorted([r.asDict(recursive=True) for r in frame.collect()])
+
+
+def _sorted(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
