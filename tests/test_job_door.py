@@ -216,3 +216,20 @@ def test_command_refuses_a_lineage_it_cannot_load(capsys: pytest.CaptureFixture[
     args = [str(JOBS / "fb_append.py"), "--guarantee", "exactly-once", "--input", "e"]
     assert main([*args, "--sink", "sqlite:/x.db:t", "--lineage", "no_such_module:f"]) == 2
     assert "cannot load lineage function 'no_such_module:f'" in capsys.readouterr().err
+
+
+def test_shrink_candidates_are_one_step_simpler() -> None:
+    from harness.spark.streaming.jobsearch import _smaller
+
+    schedule = StreamSchedule(
+        steps=(ProduceRecords(3), CrashQuery(2, CrashPoint.AFTER_WRITE, CrashHow.SIGKILL))
+    )
+    candidates = {c.dumps() for c in _smaller(schedule)}
+    expected = [
+        (CrashQuery(2, CrashPoint.AFTER_WRITE, CrashHow.SIGKILL),),
+        (ProduceRecords(3),),
+        (ProduceRecords(1), CrashQuery(2, CrashPoint.AFTER_WRITE, CrashHow.SIGKILL)),
+        (ProduceRecords(3), CrashQuery(2, CrashPoint.AFTER_WRITE)),
+        (ProduceRecords(3), CrashQuery(0, CrashPoint.AFTER_WRITE, CrashHow.SIGKILL)),
+    ]
+    assert candidates == {StreamSchedule(steps=s).dumps() for s in expected}

@@ -27,6 +27,7 @@ from harness.faults.streams import (
     CrashPoint,
     CrashQuery,
     ProduceRecords,
+    RunBatches,
     StreamSchedule,
 )
 from harness.spark.streaming.job import SparkJob, run_job
@@ -264,3 +265,24 @@ def test_foreach_batch_writing_parquet(spark: SparkSession, tmp_path: Path) -> N
         job("by-batch"), _crash(CrashPoint.AFTER_WRITE), workdir=tmp_path / "b", spark=spark
     )
     assert by_batch.crashes and check(by_batch.history, EO).status is Status.VALID
+
+
+def test_a_drawn_counterexample_is_made_smaller(spark: SparkSession, tmp_path: Path) -> None:
+    from harness.spark.streaming.jobsearch import _shrink
+
+    drawn = StreamSchedule(
+        steps=(
+            ProduceRecords(3),
+            RunBatches(1),
+            ProduceRecords(2),
+            CrashQuery(1, CrashPoint.AFTER_WRITE),
+            ProduceRecords(2),
+        )
+    )
+    first = run_job(APPEND, drawn, workdir=tmp_path / "drawn", spark=spark)
+    verdict = check(first.history, EO)
+    assert AnomalyKind.DUPLICATE in {a.kind for a in verdict.anomalies}
+    smaller, still, runs = _shrink(APPEND, first, verdict, tmp_path / "shrink", spark, 3)
+    assert runs <= 3
+    assert len(smaller.schedule.steps) < len(drawn.steps)
+    assert AnomalyKind.DUPLICATE in {a.kind for a in still.anomalies}

@@ -9,8 +9,8 @@ drawn from a seeded generator (:func:`draw_schedule`: more produce, run and cras
 at most one SIGKILL each), judges each history with the local checker and stops at the first
 counterexample, which it saves as a replay file (:class:`JobReplay`). The
 :class:`JobExploration` says what was tried: the crash points that fired, by point and way,
-against those planned. There is no shrinking yet: the planned schedules are already minimal
-(one crash), and a drawn counterexample is reported as drawn. No pyspark on import.
+against those planned. The planned schedules are already minimal (one crash);
+a drawn counterexample is made smaller greedily with a few more runs. No pyspark on import.
 """
 
 from __future__ import annotations
@@ -173,6 +173,8 @@ class JobExploration:
     verdict: Verdict | None = None
     replay_file: Path | None = None
     first_failure_s: float | None = None
+    shrink_runs: int = 0
+    """Runs spent making a drawn counterexample smaller."""
 
     @property
     def status(self) -> Status:
@@ -183,6 +185,7 @@ class JobExploration:
         return (
             f"{self.schedules} schedules ({self.planned} planned), crashes fired: {reached}; "
             f"{self.seconds:.0f}s"
+            + (f"; shrunk in {self.shrink_runs} runs" if self.shrink_runs else "")
         )
 
 
@@ -198,10 +201,12 @@ def explore_job(
     failures_dir: str | Path | None = None,
     spark: SparkSession | None = None,
     on_schedule: Callable[[int, JobResult, Verdict], None] | None = None,
+    shrink_runs: int = 8,
 ) -> JobExploration:
     """Run the planned schedules (default :func:`planned_schedules` for ``job``), then drawn
     ones, up to ``max_schedules`` in all; stop at the first history that is not VALID
-    (INVALID, or UNKNOWN: a run that could not be judged never passes)."""
+    (INVALID, or UNKNOWN: a run that could not be judged never passes). A drawn
+    counterexample is made smaller with at most ``shrink_runs`` more runs (:func:`_shrink`)."""
     from harness.check.local import check
 
     wanted = Guarantee(guarantee)
@@ -232,8 +237,13 @@ def explore_job(
         if on_schedule is not None:
             on_schedule(number, result, verdict)
         if verdict.status is not Status.VALID:
-            explored.failure, explored.verdict = result, verdict
             explored.first_failure_s = time.monotonic() - started
+            if number >= len(plan) and shrink_runs > 0:  # a drawn one: make it smaller
+                result, verdict, explored.shrink_runs = _shrink(
+                    job, result, verdict, Path(workdir) / "shrink", spark, shrink_runs
+                )
+                schedule = result.schedule
+            explored.failure, explored.verdict = result, verdict
             if failures_dir is not None:
                 replay = JobReplay(job.app, wanted, schedule, verdict.summary().splitlines()[0])
                 explored.replay_file = replay.save(failures_dir)
@@ -282,3 +292,56 @@ class JobExplorer:
                 f"tried: {explored.coverage()}\nreplay file: {explored.replay_file}"
             )
         return explored
+
+
+def _smaller(schedule: StreamSchedule) -> list[StreamSchedule]:
+    """Candidates one step simpler: a step left out, a count of 1, a crash at batch 0 or
+    raised in process instead of killed."""
+    steps = list(schedule.steps)
+    found: list[StreamSchedule] = []
+
+    def add(new: list[StreamStep]) -> None:
+        if new != steps:
+            found.append(StreamSchedule(steps=tuple(new)))
+
+    for index in range(len(steps)):
+        add(steps[:index] + steps[index + 1 :])
+    for index, step in enumerate(steps):
+        if isinstance(step, ProduceRecords) and step.count > 1:
+            add([*steps[:index], ProduceRecords(1, step.log), *steps[index + 1 :]])
+        if isinstance(step, CrashQuery):
+            if step.how is CrashHow.SIGKILL:
+                add([*steps[:index], CrashQuery(step.batch, step.point), *steps[index + 1 :]])
+            if step.batch > 0:
+                add([*steps[:index], CrashQuery(0, step.point, step.how), *steps[index + 1 :]])
+    return found
+
+
+def _shrink(
+    job: SparkJob,
+    result: JobResult,
+    verdict: Verdict,
+    workdir: Path,
+    spark: SparkSession | None,
+    budget: int,
+) -> tuple[JobResult, Verdict, int]:
+    """Greedy: take the first candidate of :func:`_smaller` that fails the same way (the
+    same status, the same anomaly kinds), again, until none does or ``budget`` runs are
+    spent. Spark runs cost seconds, so this is a few steps, not Hypothesis's search."""
+    from harness.check.local import check
+
+    kinds = {a.kind for a in verdict.anomalies}
+    runs = 0
+    improved = True
+    while improved and runs < budget:
+        improved = False
+        for candidate in _smaller(result.schedule):
+            if runs >= budget:
+                break
+            runs += 1
+            again = run_job(job, candidate, workdir=workdir / str(runs), spark=spark)
+            checked = check(again.history, verdict.guarantee)
+            if checked.status is verdict.status and {a.kind for a in checked.anomalies} == kinds:
+                result, verdict, improved = again, checked, True
+                break
+    return result, verdict, runs
