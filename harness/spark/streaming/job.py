@@ -58,6 +58,7 @@ from harness.spark.streaming.runner import (
     append_records,
     describe,
     first_line,
+    play,
 )
 
 if TYPE_CHECKING:
@@ -270,16 +271,7 @@ class _JobRunner:
                 namespace.create_log(log)
 
     def run(self) -> JobResult:
-        for index, step in enumerate(self.schedule.steps):
-            if isinstance(step, ProduceRecords):
-                self._produce(step)
-            else:
-                self._query(index, step)
-        end = "incomplete: the schedule has no drain"
-        if self.schedule.drain:
-            self.recorder.add(EventKind.DRAIN)
-            end = self._drain()
-        self.recorder.add(EventKind.END, detail=end)
+        play(self.schedule, self.recorder, self._produce, self._query, self._drain)
         meta = HistoryMeta(
             partitions=self.logs,
             sinks={s.name: self.job.sink_spec(s) for s in self.job.checked_sinks()},

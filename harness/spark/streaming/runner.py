@@ -308,6 +308,27 @@ class _Recorder:
         self.events.append(Event(index=len(self.events), kind=kind, **values))
 
 
+def play(
+    schedule: StreamSchedule,
+    recorder: _Recorder,
+    produce: Callable[[ProduceRecords], None],
+    query: Callable[[int, RunBatches | CrashQuery], Any],
+    drain: Callable[[], str],
+) -> None:
+    """Execute ``schedule``: each produce or query step in order, then the drain (a
+    ``drain`` event, ``drain()`` says how the run ended), then the ``end`` event."""
+    for index, step in enumerate(schedule.steps):
+        if isinstance(step, ProduceRecords):
+            produce(step)
+        else:
+            query(index, step)
+    end = "incomplete: the schedule has no drain"
+    if schedule.drain:
+        recorder.add(EventKind.DRAIN)
+        end = drain()
+    recorder.add(EventKind.END, detail=end)
+
+
 def append_records(
     recorder: _Recorder,
     uri: str,
@@ -415,16 +436,7 @@ class _Runner:
     # -- the steps ---------------------------------------------------------------------
 
     def run(self) -> StreamResult:
-        for index, step in enumerate(self.schedule.steps):
-            if isinstance(step, ProduceRecords):
-                self._produce(step)
-            else:
-                self._query(index, step)
-        end = "incomplete: the schedule has no drain"
-        if self.schedule.drain:
-            self.recorder.add(EventKind.DRAIN)
-            end = self._drain()
-        self.recorder.add(EventKind.END, detail=end)
+        play(self.schedule, self.recorder, self._produce, self._query, self._drain)
         meta = HistoryMeta(
             partitions=self.config.logs,
             sinks={self.variant.sink_name: self.variant.sink_spec},
