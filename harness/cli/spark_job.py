@@ -139,6 +139,7 @@ def run(args: argparse.Namespace, app_args: Sequence[str], argv: Sequence[str]) 
         failures_dir=args.failures_dir,
     )
     print(f"tried: {explored.coverage()}")
+    print(f"the schedules' worlds (checkpoints, sinks, logs) are kept in {workdir}")
     if explored.verdict is None:
         print(f"{args.guarantee} held for {args.app}")
         return 0
