@@ -938,6 +938,15 @@ def harness_kafka(harness_explore: Explorer) -> Any:
     return KafkaExplorer(harness_explore)
 
 
+@pytest.fixture
+def harness_spark_job(harness_spark: Any, tmp_path: Any) -> Any:
+    """Explore an unchanged PySpark job on the test process's session:
+    ``harness.spark.streaming.jobsearch.JobExplorer`` (lazy)."""
+    from harness.spark.streaming.jobsearch import JobExplorer
+
+    return JobExplorer(harness_spark, tmp_path)
+
+
 @pytest.fixture(scope="session")
 def harness_spark() -> Iterator[Any]:
     """One local SparkSession per test process, so one per xdist worker; skipped without

@@ -76,6 +76,12 @@ COMMANDS: Final = (
         "explore an unchanged Kafka client app (confluent-kafka, kafka-python) under faults",
         raw=True,
     ),
+    Command(
+        "spark-job",
+        "harness.cli.spark_job",
+        "explore an unchanged PySpark Structured Streaming job under crash schedules",
+        raw=True,
+    ),
     # A new command is one more row here and one module with add_arguments/main.
 )
 """Every command, in the order ``--help`` lists them."""

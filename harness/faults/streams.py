@@ -49,6 +49,9 @@ class CrashPoint(str, enum.Enum):
     """The batch is in the checkpoint's offset log; nothing of it is written."""
     AFTER_WRITE = "after-write"
     """The batch's output is written; the checkpoint has not committed the batch."""
+    AFTER_COMMIT = "after-commit"
+    """The checkpoint has committed the batch; the next one is not planned yet (unchanged
+    jobs only, :mod:`harness.spark.streaming.job`; the built-in variants refuse it)."""
 
 
 class CrashHow(str, enum.Enum):

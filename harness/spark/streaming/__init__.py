@@ -10,6 +10,11 @@
   source, ``spark.readStream.format("dlog")`` (it imports pyspark on import).
 * :mod:`harness.spark.streaming.contract` checks the promises Spark's exactly-once rests on,
   on any Python streaming data source.
+* :mod:`harness.spark.streaming.job` runs a user's PySpark job, unchanged, under a stream
+  schedule (its Kafka source and sink served by the reference log,
+  :mod:`~harness.spark.streaming.kafka_source`); :mod:`~harness.spark.streaming.jobsearch`
+  plans a crash at every micro-batch point, then draws, and saves counterexamples
+  (``python -m harness spark-job``).
 
 Importing this package imports neither pyspark nor Hypothesis; a query run imports pyspark.
 ``docs/streaming.md`` describes the variants, the crashes and the measured throughput.

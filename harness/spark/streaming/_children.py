@@ -14,13 +14,39 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
-from typing import final
+from typing import Final, final
 
 from harness.errors import HarnessError
 
-__all__ = ["ChildSilent", "Reports", "kill_tree", "tail", "wait_exit"]
+__all__ = ["ChildSilent", "Reports", "kill_tree", "launch", "tail", "wait_exit"]
+
+
+_CHILD_JVM_OPTIONS: Final = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def launch(module: str, spec: Path, scratch: Path, log_path: Path) -> subprocess.Popen[bytes]:
+    """Start ``python -m module spec`` as a child driver in a session of its own, its output
+    in ``log_path``, Spark's scratch files in ``scratch``."""
+    env = dict(os.environ)
+    env["HARNESS_SPARK_TMPDIR"] = str(scratch)
+    env["PYTHONUNBUFFERED"] = "1"
+    # a driver that lives for a few batches: the quick JIT tier and a small collector
+    # start it in about two thirds of the time; semantics are untouched
+    env["JAVA_TOOL_OPTIONS"] = " ".join(
+        filter(None, [env.get("JAVA_TOOL_OPTIONS"), _CHILD_JVM_OPTIONS])
+    )
+    with log_path.open("wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", module, str(spec)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+        )
 
 
 class ChildSilent(HarnessError):

@@ -61,7 +61,6 @@ import enum
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -89,7 +88,7 @@ from harness.history.events import (
 from harness.log.dlsn import DLSN
 from harness.log.namespace import leveldb_uri, open_namespace
 from harness.log.record import LogRecord
-from harness.spark.streaming._children import ChildSilent, Reports, kill_tree, wait_exit
+from harness.spark.streaming._children import ChildSilent, Reports, kill_tree, launch, wait_exit
 from harness.spark.streaming._gate import gate_path, start_gate
 
 if TYPE_CHECKING:
@@ -106,7 +105,6 @@ __all__ = [
 ]
 
 _INITIAL: Final = DLSN.INITIAL.to_json()
-_CHILD_JVM_OPTIONS: Final = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 _START_FAILURES: Final = ("Python worker failed to connect back", "CANNOT_OPEN_SOCKET")
 """Spark's errors when its Python source runner, a fresh process per query, missed its fixed
 10 s deadline to connect back to the JVM (a starved machine): the query died while it
@@ -310,6 +308,61 @@ class _Recorder:
         self.events.append(Event(index=len(self.events), kind=kind, **values))
 
 
+def play(
+    schedule: StreamSchedule,
+    recorder: _Recorder,
+    produce: Callable[[ProduceRecords], None],
+    query: Callable[[int, RunBatches | CrashQuery], Any],
+    drain: Callable[[], str],
+) -> None:
+    """Execute ``schedule``: each produce or query step in order, then the drain (a
+    ``drain`` event, ``drain()`` says how the run ended), then the ``end`` event."""
+    for index, step in enumerate(schedule.steps):
+        if isinstance(step, ProduceRecords):
+            produce(step)
+        else:
+            query(index, step)
+    end = "incomplete: the schedule has no drain"
+    if schedule.drain:
+        recorder.add(EventKind.DRAIN)
+        end = drain()
+    recorder.add(EventKind.END, detail=end)
+
+
+def append_records(
+    recorder: _Recorder,
+    uri: str,
+    log: str,
+    first: int,
+    count: int,
+    offset: int,
+    *,
+    keys: int,
+    record: Callable[[int, str, str], LogRecord],
+) -> None:
+    """The producer appends records ``r<first>``... (``count``, key ``k<n % keys>``, value 1)
+    to ``log`` from Kafka-style offset ``offset`` in one commit: an ``append`` event per record,
+    then, once the commit returned, an ``ack`` each. ``record(n, record_id, key)`` makes the
+    stored record."""
+    written: list[tuple[str, int]] = []
+    with (
+        open_namespace(uri) as namespace,
+        namespace.open_log(log) as manager,
+        manager.open_writer() as writer,
+    ):
+        for number in range(first, first + count):
+            record_id, key = f"r{number}", f"k{number % keys}"
+            writer.write(record(number, record_id, key))
+            at = offset + number - first
+            recorder.add(
+                EventKind.APPEND, partition=log, offset=at, record_id=record_id, key=key, value=1
+            )
+            written.append((record_id, at))
+        writer.commit()
+    for record_id, at in written:
+        recorder.add(EventKind.ACK, partition=log, offset=at, record_id=record_id)
+
+
 def run_stream(
     variant: Variant,
     schedule: StreamSchedule,
@@ -334,6 +387,12 @@ def run_stream(
         raise ConfigError(f"variant must be a Variant, got {variant!r}")
     if not isinstance(schedule, StreamSchedule):
         raise ConfigError(f"schedule must be a StreamSchedule, got {schedule!r}")
+    for step in schedule.steps:
+        if isinstance(step, CrashQuery) and step.point is CrashPoint.AFTER_COMMIT:
+            raise ConfigError(
+                f"{step!r}: the built-in variants crash before-write or after-write; "
+                "after-commit crashes are for unchanged jobs (harness.spark.streaming.job)"
+            )
     runner = _Runner(variant, schedule, Path(workdir), config or StreamConfig(), spark, run_id)
     return runner.run()
 
@@ -377,16 +436,7 @@ class _Runner:
     # -- the steps ---------------------------------------------------------------------
 
     def run(self) -> StreamResult:
-        for index, step in enumerate(self.schedule.steps):
-            if isinstance(step, ProduceRecords):
-                self._produce(step)
-            else:
-                self._query(index, step)
-        end = "incomplete: the schedule has no drain"
-        if self.schedule.drain:
-            self.recorder.add(EventKind.DRAIN)
-            end = self._drain()
-        self.recorder.add(EventKind.END, detail=end)
+        play(self.schedule, self.recorder, self._produce, self._query, self._drain)
         meta = HistoryMeta(
             partitions=self.config.logs,
             sinks={self.variant.sink_name: self.variant.sink_spec},
@@ -412,32 +462,23 @@ class _Runner:
         if step.count == 0:
             return
         log = self.config.logs[step.log % len(self.config.logs)]
-        written: list[tuple[str, int]] = []
-        with (
-            open_namespace(self.uri) as namespace,
-            namespace.open_log(log) as manager,
-            manager.open_writer() as writer,
-        ):
-            for _ in range(step.count):
-                number = self.records
-                record_id, key = f"r{number}", f"k{number % self.config.keys}"
-                payload = {"id": record_id, "key": key, "value": 1}
-                writer.write(LogRecord(number, json.dumps(payload, separators=(",", ":")).encode()))
-                offset = self.offsets[log]
-                self.recorder.add(
-                    EventKind.APPEND,
-                    partition=log,
-                    offset=offset,
-                    record_id=record_id,
-                    key=key,
-                    value=1,
-                )
-                written.append((record_id, offset))
-                self.records += 1
-                self.offsets[log] += 1
-            writer.commit()
-        for record_id, offset in written:
-            self.recorder.add(EventKind.ACK, partition=log, offset=offset, record_id=record_id)
+
+        def record(number: int, record_id: str, key: str) -> LogRecord:
+            payload = {"id": record_id, "key": key, "value": 1}
+            return LogRecord(number, json.dumps(payload, separators=(",", ":")).encode())
+
+        append_records(
+            self.recorder,
+            self.uri,
+            log,
+            self.records,
+            step.count,
+            self.offsets[log],
+            keys=self.config.keys,
+            record=record,
+        )
+        self.records += step.count
+        self.offsets[log] += step.count
 
     def _batches_ahead(self) -> int:
         """How many micro-batches a query started now runs: a batch the checkpoint logged but
@@ -628,23 +669,8 @@ class _Runner:
     def _launch(self, spec: RunSpec, number: int, log_path: Path) -> subprocess.Popen[bytes]:
         spec_path = self.workdir / f"child-{number}.json"
         spec_path.write_text(json.dumps(spec.to_json()), encoding="utf-8")
-        env = dict(os.environ)
-        env["HARNESS_SPARK_TMPDIR"] = str(self.workdir / f"child-{number}-spark")
-        env["PYTHONUNBUFFERED"] = "1"
-        # a driver that lives for a few batches: the quick JIT tier and a small collector
-        # start it in about two thirds of the time; semantics are untouched
-        env["JAVA_TOOL_OPTIONS"] = " ".join(
-            filter(None, [env.get("JAVA_TOOL_OPTIONS"), _CHILD_JVM_OPTIONS])
-        )
-        with log_path.open("wb") as log:
-            return subprocess.Popen(
-                [sys.executable, "-m", "harness.spark.streaming._driver", str(spec_path)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                env=env,
-            )
+        scratch = self.workdir / f"child-{number}-spark"
+        return launch("harness.spark.streaming._driver", spec_path, scratch, log_path)
 
     def _reported(self, child: subprocess.Popen[bytes], message: str, log: Path) -> _Outcome:
         words = message.split()

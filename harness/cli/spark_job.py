@@ -1,0 +1,184 @@
+"""``python -m harness spark-job``: an unchanged PySpark Structured Streaming job under crashes.
+
+``python -m harness spark-job job.py --guarantee exactly-once --input TOPIC (--output TOPIC |
+--sink KIND:WHERE) -- <job args>`` runs the job (``job.py``, ``job.py:function`` or
+``module:function``) with its Kafka source and sink served by the reference log, first under
+a planned crash at every point of every micro-batch of a small workload, then under drawn
+schedules, and prints the verdict: what was tried, or the counterexample with a replay
+command (``--replay FILE``). Exit code: 0 the guarantee held, 1 it does not, 2 it could not
+be shown or a usage error. See docs/streaming.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import shlex
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.check import Status
+from harness.errors import ConfigError, HarnessError
+
+__all__ = ["add_arguments", "main", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command's options (the job's own arguments follow ``--``)."""
+    parser.add_argument("app", help="the job: path/to/job.py, job.py:function or module:function")
+    parser.add_argument("--guarantee", required=True, choices=["at-least-once", "exactly-once"])
+    parser.add_argument("--input", action="append", required=True, metavar="TOPIC")
+    parser.add_argument(
+        "--output",
+        action="append",
+        default=[],
+        metavar="TOPIC",
+        help="a Kafka topic the job writes, observed and checked (repeatable)",
+    )
+    parser.add_argument(
+        "--sink",
+        action="append",
+        default=[],
+        metavar="KIND:WHERE",
+        help="files:PATH, sqlite:DB:TABLE, lines:GLOB or console, in the job's own paths",
+    )
+    parser.add_argument("--partitions", type=int, default=1, help="partitions per input topic")
+    parser.add_argument("--value-format", choices=["json", "text", "words"], default="json")
+    parser.add_argument(
+        "--id-column",
+        default=None,
+        help="the output column naming the input record id (default: r<N> tokens)",
+    )
+    parser.add_argument(
+        "--lineage",
+        default=None,
+        metavar="MODULE:FUNCTION",
+        help="a function of an output row (a dict) returning its input record id(s)",
+    )
+    parser.add_argument(
+        "--table",
+        default=None,
+        metavar="KEY_COLUMN:COUNT_COLUMN",
+        help="the sink is a key -> count table checked against the input's keys",
+    )
+    parser.add_argument(
+        "--max-offsets-per-trigger",
+        type=int,
+        default=None,
+        help="the source's maxOffsetsPerTrigger when the job sets none",
+    )
+    parser.add_argument("--max-schedules", type=int, default=20)
+    parser.add_argument("--no-sigkill", action="store_true", help="crash in process only")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workdir", default=None, help="where the schedules' worlds go")
+    parser.add_argument("--failures-dir", default=".harness/failures")
+    parser.add_argument("--replay", default=None, metavar="FILE")
+
+
+def _lineage(spec: str | None) -> Any:
+    if spec is None:
+        return None
+    module, _, name = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError(f"cannot load lineage function {spec!r}: {exc}") from None
+
+
+def _job(args: argparse.Namespace, app_args: Sequence[str]) -> Any:
+    from harness.spark.streaming.job import SparkJob
+
+    table = None
+    if args.table is not None:
+        key, _, count = args.table.partition(":")
+        if not key or not count:
+            raise ConfigError(f"--table must be KEY_COLUMN:COUNT_COLUMN, got {args.table!r}")
+        table = (key, count)
+    return SparkJob(
+        args.app,
+        inputs=tuple(args.input),
+        outputs=tuple(args.output),
+        sinks=tuple(args.sink),
+        argv=tuple(app_args),
+        partitions=args.partitions,
+        value_format=args.value_format,
+        table=table,
+        id_column=args.id_column,
+        lineage=_lineage(args.lineage),
+        max_offsets_per_trigger=args.max_offsets_per_trigger,
+    )
+
+
+def run(args: argparse.Namespace, app_args: Sequence[str], argv: Sequence[str]) -> int:
+    """Explore (or replay) and print the verdict; the exit code."""
+    from harness.check.local import check
+    from harness.check.verdict import Guarantee
+    from harness.spark.streaming.job import run_job
+    from harness.spark.streaming.jobsearch import JobReplay, explore_job
+
+    job = _job(args, app_args)
+    _quiet_spark()
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="harness-spark-job-"))
+    if args.replay is not None:
+        replay = JobReplay.load(args.replay)
+        result = run_job(job, replay.schedule, workdir=workdir / "replay")
+        verdict = check(result.history, Guarantee(args.guarantee))
+        print(verdict.summary())
+        print(replay.schedule.describe())
+        return {Status.VALID: 0, Status.INVALID: 1}.get(verdict.status, 2)
+    explored = explore_job(
+        job,
+        args.guarantee,
+        workdir=workdir,
+        max_schedules=args.max_schedules,
+        seed=args.seed,
+        sigkill=not args.no_sigkill,
+        failures_dir=args.failures_dir,
+    )
+    print(f"tried: {explored.coverage()}")
+    print(f"the schedules' worlds (checkpoints, sinks, logs) are kept in {workdir}")
+    if explored.verdict is None:
+        print(f"{args.guarantee} held for {args.app}")
+        return 0
+    assert explored.failure is not None
+    print(explored.verdict.summary())
+    print(explored.failure.schedule.describe())
+    if explored.replay_file is not None:
+        command = ["python", "-m", "harness", "spark-job", *argv]
+        cut = command.index("--") if "--" in command else len(command)
+        command[cut:cut] = ["--replay", str(explored.replay_file)]
+        print("replay: " + shlex.join(command))
+    return 1 if explored.verdict.status is Status.INVALID else 2
+
+
+def _quiet_spark() -> None:
+    """The JVM logs every failed query with its traceback: the crashes are the harness's
+    own, and the verdict says what they did, so the CLI user sees none of them."""
+    from harness.spark.session import spark_session
+
+    spark = spark_session()
+    spark.sparkContext.setLogLevel("OFF")
+    jvm: Any = spark.sparkContext._jvm
+    log4j = jvm.org.apache.logging.log4j
+    log4j.core.config.Configurator.setAllLevels("org.apache.spark", log4j.Level.OFF)
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python -m harness spark-job ...``; errors are one line on stderr (exit code 2)."""
+    argv = list(argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    ours, app_args = argv[:cut], argv[cut + 1 :]
+    parser = argparse.ArgumentParser(prog="python -m harness spark-job")
+    add_arguments(parser)
+    try:
+        args = parser.parse_args(ours)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        return run(args, app_args, argv)
+    except HarnessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

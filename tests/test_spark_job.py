@@ -1,0 +1,288 @@
+"""Unchanged PySpark jobs (tests/spark_jobs/, written as Spark's examples and tutorials write
+them) under crash schedules, on a real SparkSession: each gets the verdict its code deserves.
+
+Spark runs are slow on a shared 2-core machine, so each job runs a few planned schedules
+(the crash windows its verdict depends on, plus the others where cheap) and one SIGKILL of a
+child driver overall. Every test can fail: the broken jobs must be caught, the correct ones
+must hold under the same crashes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+if not os.environ.get("CI"):  # in CI a missing pyspark must fail, not skip
+    pytest.importorskip("pyspark")
+
+from pyspark.sql import SparkSession
+
+from harness.check import AnomalyKind, Guarantee, Status, check
+from harness.errors import ConfigError
+from harness.faults.streams import (
+    CrashHow,
+    CrashPoint,
+    CrashQuery,
+    ProduceRecords,
+    RunBatches,
+    StreamSchedule,
+)
+from harness.spark.streaming.job import SparkJob, run_job
+from harness.spark.streaming.jobsearch import JobReplay, explore_job, planned_schedules
+
+pytestmark = pytest.mark.slow
+
+JOBS = Path(__file__).parent / "spark_jobs"
+EO, ALO = Guarantee.EXACTLY_ONCE, Guarantee.AT_LEAST_ONCE
+
+
+@pytest.fixture(scope="module")
+def spark(harness_spark: SparkSession) -> SparkSession:
+    return harness_spark
+
+
+def _crash(point: CrashPoint, batch: int = 0, how: CrashHow = CrashHow.RAISE) -> StreamSchedule:
+    return StreamSchedule(
+        steps=(ProduceRecords(4), CrashQuery(batch, point, how), ProduceRecords(2))
+    )
+
+
+def _kinds(history: object, guarantee: Guarantee) -> set[AnomalyKind]:
+    return {a.kind for a in check(history, guarantee).anomalies}  # type: ignore[arg-type]
+
+
+def _raise_plan(points: tuple[CrashPoint, ...] = tuple(CrashPoint)) -> list[StreamSchedule]:
+    return planned_schedules(batches=2, records=4, hows=(CrashHow.RAISE,), points=points)
+
+
+APPEND = SparkJob(
+    str(JOBS / "fb_append.py"),
+    inputs=("events",),
+    sinks=("sqlite:/tmp/events.db:events",),
+    max_offsets_per_trigger=2,
+)
+
+
+def test_non_idempotent_foreach_batch_fails_exactly_once_and_replays(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    found = explore_job(
+        APPEND,
+        EO,
+        workdir=tmp_path / "w",
+        max_schedules=3,
+        spark=spark,
+        failures_dir=tmp_path / "failures",
+        sigkill=False,
+    )
+    assert found.verdict is not None and found.status is Status.INVALID
+    assert AnomalyKind.DUPLICATE in {a.kind for a in found.verdict.anomalies}
+    assert found.replay_file is not None and found.failure is not None
+    replay = JobReplay.load(found.replay_file)
+    again = run_job(APPEND, replay.schedule, workdir=tmp_path / "replay", spark=spark)
+    assert check(again.history, EO).status is Status.INVALID
+    assert again.history.events == found.failure.history.events  # same schedule, same history
+    assert check(found.failure.history, ALO).status is Status.VALID
+
+
+def test_non_idempotent_foreach_batch_under_sigkill_of_the_driver(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    result = run_job(
+        APPEND, _crash(CrashPoint.AFTER_WRITE, how=CrashHow.SIGKILL), workdir=tmp_path, spark=spark
+    )
+    assert [c.how for c in result.crashes] == [CrashHow.SIGKILL]
+    assert AnomalyKind.DUPLICATE in _kinds(result.history, EO)
+    assert check(result.history, ALO).status is Status.VALID
+
+
+def test_idempotent_foreach_batch_holds(spark: SparkSession, tmp_path: Path) -> None:
+    job = SparkJob(
+        str(JOBS / "fb_idempotent.py"),
+        inputs=("events",),
+        sinks=("sqlite:/tmp/events.db:events",),
+        id_column="id",
+        max_offsets_per_trigger=2,
+    )
+    explored = explore_job(
+        job, EO, workdir=tmp_path, plan=_raise_plan(), max_schedules=6, spark=spark
+    )
+    assert explored.verdict is None, explored.verdict and explored.verdict.summary()
+    assert explored.schedules == 6
+    assert set(explored.fired) == {f"{p.value}/raise" for p in CrashPoint}
+
+
+def test_kafka_sink_is_at_least_once(spark: SparkSession, tmp_path: Path) -> None:
+    job = SparkJob(
+        str(JOBS / "kafka_upper.py"),
+        inputs=("events",),
+        outputs=("upper",),
+        max_offsets_per_trigger=2,
+    )
+    result = run_job(job, _crash(CrashPoint.AFTER_WRITE), workdir=tmp_path / "a", spark=spark)
+    assert result.crashes and result.crashes[0].rows == 2
+    assert AnomalyKind.DUPLICATE in _kinds(result.history, EO)
+    assert check(result.history, ALO).status is Status.VALID
+    clean = run_job(job, _crash(CrashPoint.BEFORE_WRITE), workdir=tmp_path / "b", spark=spark)
+    assert check(clean.history, EO).status is Status.VALID
+
+
+def test_file_sink_holds_and_a_filter_bug_is_caught(spark: SparkSession, tmp_path: Path) -> None:
+    job = SparkJob(
+        str(JOBS / "parquet_sink.py"),
+        inputs=("events",),
+        sinks=("files:/data/events-parquet",),
+        max_offsets_per_trigger=2,
+    )
+    explored = explore_job(
+        job, EO, workdir=tmp_path / "ok", plan=_raise_plan()[::2], max_schedules=3, spark=spark
+    )
+    assert explored.verdict is None, explored.verdict and explored.verdict.summary()
+    assert explored.fired.get("after-write/raise") == 1
+    buggy = SparkJob(
+        job.app,
+        inputs=job.inputs,
+        sinks=job.sinks,
+        argv=("--drop-key", "k1"),
+        max_offsets_per_trigger=2,
+    )
+    result = run_job(buggy, _crash(CrashPoint.BEFORE_WRITE), workdir=tmp_path / "bug", spark=spark)
+    assert _kinds(result.history, ALO) == {AnomalyKind.LOST}
+
+
+def test_stateful_count_upserted_into_sqlite(spark: SparkSession, tmp_path: Path) -> None:
+    def job(*argv: str) -> SparkJob:
+        return SparkJob(
+            str(JOBS / "word_count_sqlite.py"),
+            inputs=("words",),
+            sinks=("sqlite:/var/lib/wordcount/counts.db:counts",),
+            table=("word", "n"),
+            value_format="words",
+            argv=argv,
+            max_offsets_per_trigger=2,
+        )
+
+    by_key = run_job(job(), _crash(CrashPoint.AFTER_WRITE), workdir=tmp_path / "a", spark=spark)
+    assert by_key.crashes and check(by_key.history, EO).status is Status.VALID
+    increment = job("/var/lib/wordcount/counts.db", "increment")
+    added = run_job(increment, _crash(CrashPoint.AFTER_WRITE), workdir=tmp_path / "b", spark=spark)
+    assert _kinds(added.history, EO) == {AnomalyKind.COUNT_MISMATCH}
+
+
+def test_unknown_kafka_option_is_a_usage_error(spark: SparkSession, tmp_path: Path) -> None:
+    job = SparkJob(str(JOBS / "kafka_upper.py"), inputs=("events",), outputs=("upper",), argv=())
+    script = tmp_path / "bad.py"
+    script.write_text(
+        Path(job.app).read_text().replace('"failOnDataLoss", "false"', '"groupIdPrefix", "x"')
+    )
+    bad = SparkJob(str(script), inputs=("events",), outputs=("upper",))
+    with pytest.raises(ConfigError, match=r"groupIdPrefix.*known options are subscribe"):
+        run_job(
+            bad, StreamSchedule(steps=(ProduceRecords(1),)), workdir=tmp_path / "w", spark=spark
+        )
+
+
+def test_pytest_fixture_fails_a_test_with_the_counterexample(harness_spark_job: Any) -> None:
+    with pytest.raises(AssertionError, match=r"(?s)duplicate.*replay file: .*spark-job-fb_append"):
+        harness_spark_job(
+            APPEND.app,
+            guarantee="exactly-once",
+            inputs=("events",),
+            sinks=("sqlite:/tmp/events.db:events",),
+            max_offsets_per_trigger=2,
+            max_schedules=1,
+            sigkill=False,
+        )
+
+
+def test_after_commit_crash_loses_rows_buffered_in_the_driver(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    def job(app: str) -> SparkJob:
+        return SparkJob(
+            str(JOBS / app),
+            inputs=("events",),
+            sinks=("sqlite:/srv/events.db:events",),
+            id_column="id",
+            max_offsets_per_trigger=2,
+        )
+
+    buffered = run_job(
+        job("fb_buffered.py"), _crash(CrashPoint.AFTER_COMMIT), workdir=tmp_path / "a", spark=spark
+    )
+    assert [c.point for c in buffered.crashes] == [CrashPoint.AFTER_COMMIT]
+    assert _kinds(buffered.history, ALO) == {AnomalyKind.LOST}
+    clean = run_job(
+        job("fb_buffered.py"),
+        StreamSchedule(steps=(ProduceRecords(4),)),
+        workdir=tmp_path / "b",
+        spark=spark,
+    )
+    assert check(clean.history, EO).status is Status.VALID  # it flushes when the query ends
+
+
+def test_console_word_count_needs_its_checkpoint(spark: SparkSession, tmp_path: Path) -> None:
+    def job(*checkpoint: str) -> SparkJob:
+        return SparkJob(
+            str(JOBS / "console_wordcount.py"),
+            inputs=("words",),
+            sinks=("console",),
+            table=("word", "count"),
+            value_format="words",
+            argv=("localhost:9092", "words", *checkpoint),
+            max_offsets_per_trigger=2,
+        )
+
+    kept = run_job(
+        job("/tmp/wc-checkpoint"),
+        _crash(CrashPoint.AFTER_WRITE),
+        workdir=tmp_path / "a",
+        spark=spark,
+    )
+    assert kept.crashes and check(kept.history, EO).status is Status.VALID
+    none = run_job(job(), _crash(CrashPoint.AFTER_WRITE), workdir=tmp_path / "b", spark=spark)
+    assert _kinds(none.history, EO) == {AnomalyKind.COUNT_MISMATCH}
+
+
+def test_foreach_batch_writing_parquet(spark: SparkSession, tmp_path: Path) -> None:
+    def job(mode: str) -> SparkJob:
+        return SparkJob(
+            str(JOBS / "fb_parquet.py"),
+            inputs=("events",),
+            sinks=("files:/data/lake/events",),
+            id_column="id",
+            argv=(mode,),
+        )
+
+    appended = run_job(
+        job("append"), _crash(CrashPoint.AFTER_WRITE), workdir=tmp_path / "a", spark=spark
+    )
+    assert AnomalyKind.DUPLICATE in _kinds(appended.history, EO)
+    by_batch = run_job(
+        job("by-batch"), _crash(CrashPoint.AFTER_WRITE), workdir=tmp_path / "b", spark=spark
+    )
+    assert by_batch.crashes and check(by_batch.history, EO).status is Status.VALID
+
+
+def test_a_drawn_counterexample_is_made_smaller(spark: SparkSession, tmp_path: Path) -> None:
+    from harness.spark.streaming.jobsearch import _shrink
+
+    drawn = StreamSchedule(
+        steps=(
+            ProduceRecords(3),
+            RunBatches(1),
+            ProduceRecords(2),
+            CrashQuery(1, CrashPoint.AFTER_WRITE),
+            ProduceRecords(2),
+        )
+    )
+    first = run_job(APPEND, drawn, workdir=tmp_path / "drawn", spark=spark)
+    verdict = check(first.history, EO)
+    assert AnomalyKind.DUPLICATE in {a.kind for a in verdict.anomalies}
+    smaller, still, runs = _shrink(APPEND, first, verdict, tmp_path / "shrink", spark, 3)
+    assert runs <= 3
+    assert len(smaller.schedule.steps) < len(drawn.steps)
+    assert AnomalyKind.DUPLICATE in {a.kind for a in still.anomalies}
