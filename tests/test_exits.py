@@ -111,6 +111,25 @@ def test_another_thread_keeps_the_real_functions() -> None:
     assert seen[1] is handler  # what the processor believes it installed
 
 
+def test_a_processor_may_install_the_default_and_ignore_handlers_by_their_enum_names() -> None:
+    """``signal.SIG_DFL`` is an enum member, which the C function refuses: the guard converts
+    it as ``signal.signal`` does (asyncio's loop.close() restores handlers this way)."""
+    seen: list[object] = []
+
+    def processor(ctx: Context) -> None:
+        for signum in (signal.SIGTERM, signal.SIGALRM):
+            signal.signal(signum, signal.SIG_IGN)
+            seen.append(signal.signal(signum, signal.SIG_DFL))
+            seen.append(signal.getsignal(signum))
+        process_then_commit(ctx)
+
+    before = signal.getsignal(signal.SIGTERM)
+    _, verdict = run_once(processor, SCHEDULE, ALO)
+    assert verdict.status is Status.VALID, verdict.summary()
+    assert seen == [signal.SIG_IGN, signal.SIG_DFL] * 2
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
 def test_outside_a_processor_greenlet_a_way_out_raises_process_exit() -> None:
     with pytest.raises(ProcessExit, match=r"called os\._exit\(5\)"), Guard(lambda what: None):
         os._exit(5)

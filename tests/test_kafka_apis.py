@@ -281,3 +281,17 @@ def test_asyncio_sleeps_take_no_real_time(tmp_path: Path) -> None:
     loop_elapsed, real_elapsed = json.loads(report.read_text())
     assert loop_elapsed >= 30 and loop_elapsed - real_elapsed > 0
     assert _explore(app, "at-least-once", tmp_path) == set()
+
+
+def test_a_crashed_instance_s_event_loop_leaves_no_signal_wakeup_fd_behind() -> None:
+    """A loop that handles signals points the process's wakeup fd at its own socket; a crashed
+    instance's loop is never closed by asyncio, so without the harness restoring the fd every
+    later signal (the run budget's SIGALRM, a Ctrl-C) would report a bad file descriptor."""
+    import signal
+
+    before = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(before)
+    app = _app("aiokafka_worker.py")
+    _once(app, Produce(3), Run(4), Crash(), Run(40), Tick(), Crash(), Run(60))
+    after = signal.set_wakeup_fd(before)
+    assert after == before

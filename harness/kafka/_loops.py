@@ -98,6 +98,25 @@ _OUTER: list[tuple[Any, bool]] = []
 """The thread's current-loop state before the first live instance started (restored when the
 last one ends)."""
 
+_WAKEUP: list[int] = []
+"""The signal wakeup fd before the first live instance started: a loop that handles signals
+points it at its own socket, and a crashed instance's loop is never closed by asyncio, so the
+fd would outlive the socket (every later signal then reports a bad file descriptor)."""
+
+
+def _wakeup_fd(fd: int | None = None) -> int | None:
+    """The process's signal wakeup fd, set to ``fd`` if given (the main thread only: in
+    another thread asyncio handles no signals, and there is nothing to restore)."""
+    import signal
+
+    try:
+        old = signal.set_wakeup_fd(-1 if fd is None else fd)
+        if fd is None:
+            signal.set_wakeup_fd(old)
+    except ValueError:
+        return None
+    return old
+
 
 class LoopScope:
     """An instance's loops, from its start to its end."""
@@ -110,6 +129,9 @@ class LoopScope:
 
     def enter(self, first: bool) -> None:
         """The instance starts (``first``: no other is alive) without a current loop."""
+        if first:
+            fd = _wakeup_fd()
+            _WAKEUP[:] = [] if fd is None else [fd]
         local = _local()
         if local is None:
             return
@@ -128,6 +150,8 @@ class LoopScope:
         for loop in self.loops:
             if not loop.is_running() and not loop.is_closed():
                 loop.close()
+        if alone and _WAKEUP:
+            _wakeup_fd(_WAKEUP.pop())
         if local is not None and alone:
             local._loop, local._set_called = outer
             _OUTER.clear()

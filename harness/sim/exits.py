@@ -71,8 +71,38 @@ _EXECS: Final = tuple(
 )
 real_setitimer: Final[Callable[..., Any]] = getattr(_C, "setitimer", lambda *a: (0.0, 0.0))
 real_getitimer: Final[Callable[..., Any]] = getattr(_C, "getitimer", lambda *a: (0.0, 0.0))
-real_signal: Final[Callable[..., Any]] = _C.signal
-real_getsignal: Final[Callable[..., Any]] = _C.getsignal
+
+
+_C_SIGNAL: Final[Callable[..., Any]] = _C.signal
+_C_GETSIGNAL: Final[Callable[..., Any]] = _C.getsignal
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as the C functions take it: an enum member (``signal.SIG_DFL`` is
+    ``Handlers.SIG_DFL``) as its int, anything else as it is (what ``signal``'s wrappers do)."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return value
+
+
+def _handler(value: Any) -> Any:
+    """A handler the C functions returned, as ``signal.getsignal`` returns it (the default
+    and ignore handlers as ``Handlers`` members)."""
+    try:
+        return signal.Handlers(value)
+    except (TypeError, ValueError):
+        return value
+
+
+def real_signal(signum: Any, handler: Any) -> Any:
+    """``signal.signal`` without the guard's interposition."""
+    return _handler(_C_SIGNAL(_plain(signum), _plain(handler)))
+
+
+def real_getsignal(signum: Any) -> Any:
+    """``signal.getsignal`` without the guard's interposition."""
+    return _handler(_C_GETSIGNAL(_plain(signum)))
 
 
 def _signal_name(signum: object) -> str:
