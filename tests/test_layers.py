@@ -25,7 +25,16 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("errors", ("harness.errors",)),
     ("helpers", ("harness._shown", "harness._json", "harness._lazy")),
-    ("utilities", ("harness._closing", "harness._leveldb", "harness._budget", "harness._progress")),
+    (
+        "utilities",
+        (
+            "harness._closing",
+            "harness._leveldb",
+            "harness._wal",
+            "harness._budget",
+            "harness._progress",
+        ),
+    ),
     ("storage and values", ("harness.log", "harness.history", "harness.faults")),
     ("settings", ("harness.search.profiles",)),
     ("offset stores", ("harness.offsets",)),
