@@ -24,13 +24,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("errors", ("harness.errors",)),
-    ("helpers", ("harness._shown", "harness._json", "harness._lazy")),
+    ("helpers", ("harness._shown", "harness._json", "harness._lazy", "harness._wal")),
     (
         "utilities",
         (
             "harness._closing",
             "harness._leveldb",
-            "harness._wal",
             "harness._budget",
             "harness._progress",
         ),
