@@ -299,10 +299,13 @@ def _write_seal(directory: Path) -> None:
             name = path.name
             if name.endswith((".ldb", ".sst")):
                 files[name] = {"size": path.stat().st_size}
-            elif name in ("CURRENT", current) or (name.endswith(".log") and path.stat().st_size):
+            elif name.endswith(".log") and path.stat().st_size:
                 # The seal must not outlive what it describes: a machine crash after the
                 # close must not leave a seal promising writes that never reached the disk.
+                # (LevelDB syncs CURRENT and the manifest itself.)
                 _fdatasync(path)
+                files[name] = {"size": path.stat().st_size, "sha256": _digest(path)}
+            elif name in ("CURRENT", current):
                 files[name] = {"size": path.stat().st_size, "sha256": _digest(path)}
         seal = {"format": _SEAL_FORMAT, "current": current, "files": files}
         temporary = directory / (SEAL_NAME + ".tmp")

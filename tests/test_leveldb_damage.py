@@ -211,25 +211,29 @@ CASES = [(kind, True) for kind in KINDS] + [(kind, False) for kind in KINDS if k
 CASE_IDS = [f"{kind}-{'sealed' if sealed else 'unsealed'}" for kind, sealed in CASES]
 
 
+def offset_sweep(
+    kind: str, sealed: bool, pristine: Path, scratch: Path, **how: int
+) -> dict[str, list[str]]:
+    """The outcomes of damaging the offset store ``pristine`` (sealed or not): :func:`sweep`."""
+    if not sealed:
+        pristine = unsealed(pristine, pristine, scratch)
+    return sweep(
+        pristine,
+        pristine,
+        kind,
+        read_offsets,
+        offsets_written(),
+        scratch,
+        truncations=sealed,
+        **how,
+    )
+
+
 @pytest.mark.parametrize(("kind", "sealed"), CASES, ids=CASE_IDS)
 def test_a_damaged_offset_store_raises_or_returns_exactly_what_was_written(
     kind: str, sealed: bool, pristine_offsets: Path, tmp_path: Path
 ) -> None:
-    pristine = (
-        pristine_offsets if sealed else unsealed(pristine_offsets, pristine_offsets, tmp_path)
-    )
-    assert_typed_or_exact(
-        sweep(
-            pristine,
-            pristine,
-            kind,
-            read_offsets,
-            offsets_written(),
-            tmp_path,
-            lengths=25,
-            truncations=sealed,
-        )
-    )
+    assert_typed_or_exact(offset_sweep(kind, sealed, pristine_offsets, tmp_path, lengths=25))
 
 
 @pytest.mark.slow
@@ -238,20 +242,7 @@ def test_the_full_sweep_of_an_offset_store(
     kind: str, sealed: bool, pristine_offsets: Path, tmp_path: Path
 ) -> None:
     # 300 evenly spaced flips, as issue 26 measured, and every bit of every length field.
-    pristine = (
-        pristine_offsets if sealed else unsealed(pristine_offsets, pristine_offsets, tmp_path)
-    )
-    outcomes = sweep(
-        pristine,
-        pristine,
-        kind,
-        read_offsets,
-        offsets_written(),
-        tmp_path,
-        flips=300,
-        lengths=1,
-        truncations=sealed,
-    )
+    outcomes = offset_sweep(kind, sealed, pristine_offsets, tmp_path, flips=300, lengths=1)
     assert_typed_or_exact(outcomes)
 
 
@@ -323,25 +314,23 @@ def build_log(root: Path) -> None:
     write_records(root, records[300:])
 
 
+def log_sweep(
+    kind: str, sealed: bool, pristine: Path, scratch: Path, **how: int
+) -> dict[str, list[str]]:
+    """The outcomes of damaging the log namespace ``pristine`` (sealed or not)."""
+    if not sealed:
+        pristine = unsealed(pristine, log_database(pristine), scratch)
+    database = log_database(pristine)
+    return sweep(
+        pristine, database, kind, read_log, records_written(), scratch, truncations=sealed, **how
+    )
+
+
 @pytest.mark.parametrize(("kind", "sealed"), CASES, ids=CASE_IDS)
 def test_a_damaged_log_raises_or_returns_exactly_what_was_committed(
     kind: str, sealed: bool, pristine_log: Path, tmp_path: Path
 ) -> None:
-    pristine = (
-        pristine_log if sealed else unsealed(pristine_log, log_database(pristine_log), tmp_path)
-    )
-    assert_typed_or_exact(
-        sweep(
-            pristine,
-            log_database(pristine),
-            kind,
-            read_log,
-            records_written(),
-            tmp_path,
-            lengths=10,
-            truncations=sealed,
-        )
-    )
+    assert_typed_or_exact(log_sweep(kind, sealed, pristine_log, tmp_path, lengths=10))
 
 
 @pytest.mark.slow
@@ -349,21 +338,7 @@ def test_a_damaged_log_raises_or_returns_exactly_what_was_committed(
 def test_the_full_sweep_of_a_log(
     kind: str, sealed: bool, pristine_log: Path, tmp_path: Path
 ) -> None:
-    pristine = (
-        pristine_log if sealed else unsealed(pristine_log, log_database(pristine_log), tmp_path)
-    )
-    outcomes = sweep(
-        pristine,
-        log_database(pristine),
-        kind,
-        read_log,
-        records_written(),
-        tmp_path,
-        flips=300,
-        lengths=1,
-        truncations=sealed,
-    )
-    assert_typed_or_exact(outcomes)
+    assert_typed_or_exact(log_sweep(kind, sealed, pristine_log, tmp_path, flips=300, lengths=1))
 
 
 def log_database(root: Path) -> Path:
