@@ -209,6 +209,12 @@ def unsealed(pristine: Path, database: Path, scratch: Path) -> Path:
 # (kind, sealed): the seal itself can only be damaged where there is one
 CASES = [(kind, True) for kind in KINDS] + [(kind, False) for kind in KINDS if kind != "seal"]
 CASE_IDS = [f"{kind}-{'sealed' if sealed else 'unsealed'}" for kind, sealed in CASES]
+# The fast suite leaves out unsealed tables: the seal does not change how a table is checked.
+FAST = [
+    pytest.param(kind, sealed, id=name)
+    for (kind, sealed), name in zip(CASES, CASE_IDS, strict=True)
+    if sealed or kind != "table"
+]
 
 
 def offset_sweep(
@@ -229,7 +235,7 @@ def offset_sweep(
     )
 
 
-@pytest.mark.parametrize(("kind", "sealed"), CASES, ids=CASE_IDS)
+@pytest.mark.parametrize(("kind", "sealed"), FAST)
 def test_a_damaged_offset_store_raises_or_returns_exactly_what_was_written(
     kind: str, sealed: bool, pristine_offsets: Path, tmp_path: Path
 ) -> None:
@@ -326,11 +332,11 @@ def log_sweep(
     )
 
 
-@pytest.mark.parametrize(("kind", "sealed"), CASES, ids=CASE_IDS)
+@pytest.mark.parametrize(("kind", "sealed"), FAST)
 def test_a_damaged_log_raises_or_returns_exactly_what_was_committed(
     kind: str, sealed: bool, pristine_log: Path, tmp_path: Path
 ) -> None:
-    assert_typed_or_exact(log_sweep(kind, sealed, pristine_log, tmp_path, lengths=10))
+    assert_typed_or_exact(log_sweep(kind, sealed, pristine_log, tmp_path, lengths=20))
 
 
 @pytest.mark.slow
@@ -434,7 +440,7 @@ def test_synced_offsets_of_a_killed_writer_are_read_exactly_or_reported_when_dam
         read_offsets,
         acknowledged,
         tmp_path,
-        lengths=8,
+        lengths=15,
         truncations=False,
     )
     assert_typed_or_exact(outcomes)
