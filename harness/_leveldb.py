@@ -400,7 +400,7 @@ def _damaged(directory: Path, what: str) -> CorruptData:
         f"LevelDB directory {shown(str(directory))} is damaged: {what} when the store was "
         "last closed cleanly. LevelDB could silently read fewer or older records (it takes a "
         "damaged tail for a torn write). Restore the directory from a backup; or, to accept "
-        f"the loss, delete {SEAL_NAME} in it and open it again"
+        "the loss, open it once with checks=False, which keeps what LevelDB can still read"
     )
 
 
