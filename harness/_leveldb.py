@@ -329,7 +329,7 @@ def _check_seal(directory: Path) -> None:
     seal = parse_json(
         text,
         what=f"the seal {shown(str(seal_path))}",
-        fix="delete it to open the directory without checking for truncated files",
+        fix="delete it to open the directory as a crash leaves it, without the seal's checks",
         error=CorruptData,
     )
     files = _sealed_files(seal, seal_path)
@@ -428,5 +428,5 @@ def _scan_unsealed(directory: Path) -> None:
 def _bad_seal(path: Path, why: str) -> CorruptData:
     return CorruptData(
         f"the seal {shown(str(path))} of a LevelDB directory is damaged ({shown(why)}); "
-        "delete it to open the directory without checking for truncated files"
+        "delete it to open the directory as a crash leaves it, without the seal's checks"
     )
