@@ -43,6 +43,7 @@ __all__ = [
     "parquet_checksum",
     "read_parquet_checksum",
     "row_group_digest",
+    "unreadable",
     "unverified",
 ]
 
@@ -59,10 +60,10 @@ TRAILER_KEY: Final = "checksum"
 """The one key of a JSONL history's last line."""
 _HEX: Final = re.compile("[0-9a-f]{64}")
 _INT_NAMES: Final = frozenset({"index", *INT_FIELDS})
+_RESTORE: Final = "restore it from a backup or write it again from its source"
 _TO_DO: Final = (
-    "restore it from a backup or write it again from its source; to read it anyway (after "
-    "editing it by hand, say), pass checksum='ignore' to read_history, and write_history "
-    "gives it a new checksum"
+    f"{_RESTORE}; to read it anyway (after editing it by hand, say), pass checksum='ignore' "
+    "to read_history, and write_history gives it a new checksum"
 )
 
 
@@ -79,6 +80,11 @@ def checked_policy(checksum: object) -> ChecksumPolicy:
 def damaged(source: str, what: str) -> CorruptData:
     """The error of a history whose checksum does not match what it holds."""
     return CorruptData(f"{source}: {what}: the file is damaged; {_TO_DO}")
+
+
+def unreadable(source: str, what: str) -> CorruptData:
+    """The error of a history file whose bytes cannot be decoded at all."""
+    return CorruptData(f"{source}: {what}: the file is damaged or not a history; {_RESTORE}")
 
 
 def unverified(source: str) -> CorruptData:

@@ -58,6 +58,7 @@ from harness.history.integrity import (
     parquet_checksum,
     read_parquet_checksum,
     row_group_digest,
+    unreadable,
     unverified,
 )
 
@@ -410,7 +411,7 @@ def read_parquet(path: _Path, *, checksum: ChecksumPolicy = "verify") -> History
             arrow_schema = parquet.schema_arrow
             stored = parquet.metadata.metadata or {}
         except (pa.ArrowException, OSError, ValueError) as exc:
-            raise CorruptData(f"{source}: not a Parquet file ({exc})") from exc
+            raise unreadable(source, f"not a Parquet file ({exc})") from exc
         meta, header = _parquet_header(arrow_schema, source)
         _check_parquet_columns(pa, arrow_schema, source)
         expected = None
@@ -436,8 +437,8 @@ def read_parquet(path: _Path, *, checksum: ChecksumPolicy = "verify") -> History
                     )
                 _add_events(events, batches, source)
         except (pa.ArrowException, OSError, ValueError) as exc:
-            raise CorruptData(
-                f"{source}: cannot decode the Parquet data after row {len(events)} ({exc})"
+            raise unreadable(
+                source, f"cannot decode the Parquet data after row {len(events)} ({exc})"
             ) from exc
     return History(meta=_current(meta), events=tuple(events))
 
