@@ -5,11 +5,17 @@ same header (:meth:`~harness.history.events.HistoryMeta.to_json`); ``docs/histor
 documents the layouts and the versioning policy.
 
 * **JSONL**: the first line is ``{"history": <header>}``, then one JSON object per event with
-  every key of ``EVENT_FIELDS`` in that order (nulls included). Compact separators, UTF-8,
-  ``"\\n"`` line endings, so equal histories give identical files.
+  every key of ``EVENT_FIELDS`` in that order (nulls included), then the checksum line.
+  Compact separators, UTF-8, ``"\\n"`` line endings, so equal histories give identical files.
 * **Parquet**: one row per event with the fixed schema of :func:`history_arrow_schema`; the
-  header JSON lives in the schema's key-value metadata under :data:`PARQUET_METADATA_KEY`.
-  pyarrow is imported only when a Parquet function is called.
+  header JSON lives in the schema's key-value metadata under :data:`PARQUET_METADATA_KEY`,
+  the checksum under :data:`CHECKSUM_KEY`. pyarrow is imported only when a Parquet function
+  is called.
+
+Every file carries a checksum its reader verifies (:mod:`harness.history.integrity`), so a
+damaged file is :class:`~harness.errors.CorruptData`, never a different history; files
+without one (schema version 1, other tools' Parquet) are read unverified unless a reader is
+given ``checksum="require"``.
 
 Readers trust nothing: the header, every line or column and every value is type-checked before
 an :class:`~harness.history.events.Event` is built, and anything wrong raises
