@@ -9,15 +9,22 @@ offset store both go through :func:`open_leveldb` and :func:`close_leveldb`):
   damaged table block raises instead of decoding to different data;
 * :func:`scan` reads a key range so that a damaged block raises: plyvel's ordinary iterator
   steps over a block whose checksum fails and ends quietly, returning fewer keys;
-* a clean close leaves a *seal* (:data:`SEAL_NAME`): the sizes of the write-ahead logs and the
-  manifest, fsynced first. LevelDB treats a truncated write-ahead log or manifest as a crash
-  in mid-write and silently drops its tail; the next :func:`open_leveldb` compares the files
-  with the seal and raises :class:`~harness.errors.CorruptData` when one is shorter or gone,
-  so committed data never vanishes quietly. A process that dies leaves no seal (its losses
-  are the crash semantics LevelDB promises), and neither does ``checks=False``. Checking the
-  seal and opening, and closing and sealing, are each one step between processes (an flock on
-  :data:`SEAL_LOCK_NAME`), so processes racing for one directory get the database or
-  :class:`~harness.errors.StoreLocked`, never an error of a half-read seal;
+* a clean close leaves a *seal* (:data:`SEAL_NAME`): the size and SHA-256 of CURRENT, the
+  manifest and the write-ahead logs (fsynced first), and the size of every table. LevelDB
+  takes a write-ahead log or manifest cut short, or one whose record length a flipped bit
+  made too large, for a crash in mid-write and silently drops its tail, even with paranoid
+  checks; the next :func:`open_leveldb` compares the files with the seal and raises
+  :class:`~harness.errors.CorruptData` when one differs, is shorter or is gone, so committed
+  data never vanishes quietly (format-1 seals, which recorded sizes only, are still read).
+  A process that dies leaves no seal (its losses are the crash semantics LevelDB promises),
+  and neither does ``checks=False``. Without a seal that applies, the open scans the
+  write-ahead logs and the manifest instead (:func:`harness._wal.damaged_length`) and refuses
+  a record that is whole but whose length field is damaged, while letting a write truly torn
+  by the crash be dropped; what it cannot see is a file cut exactly at a record boundary, or
+  gone, which without a seal looks like a crash (``docs/log.md``, "Damaged stores"). Checking
+  the seal and opening, and closing and sealing, are each one step between processes (an
+  flock on :data:`SEAL_LOCK_NAME`), so processes racing for one directory get the database
+  or :class:`~harness.errors.StoreLocked`, never an error of a half-read seal;
 * every plyvel error becomes a :class:`~harness.errors.HarnessError` naming the directory
   (:func:`leveldb_error`): :class:`~harness.errors.CorruptData` for damage,
   :class:`~harness.errors.StoreLocked` for a held lock, :class:`~harness.errors.StorageFailed`
@@ -29,6 +36,7 @@ plugin) does not load it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -39,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from harness._json import parse_json
 from harness._shown import shown
+from harness._wal import damaged_length
 from harness.errors import (
     ConfigError,
     CorruptData,
@@ -71,7 +80,7 @@ VERIFY: Final[Mapping[str, bool]] = {"verify_checksums": True}
 SEAL_LOCK_NAME: Final = "HARNESS-SEAL.lock"
 """The file whose lock makes opening and closing one step each between processes."""
 
-_SEAL_FORMAT: Final = 1
+_SEAL_FORMAT: Final = 2
 # Opening (seal check, then plyvel) and closing (plyvel, then seal) are one step each for the
 # threads of this process, and, through an flock on SEAL_LOCK_NAME, for other processes: no
 # one reads a seal another is writing, unlinks one another has unlinked, or opens the database
@@ -263,24 +272,45 @@ def _current(directory: Path) -> str:
     return (directory / "CURRENT").read_text(encoding="utf-8", errors="replace").strip()
 
 
+def _digest(path: Path) -> str:
+    """The SHA-256 of the file at ``path``, read in blocks of 1 MiB."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        while block := stream.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fdatasync(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
 def _write_seal(directory: Path) -> None:
-    """Record the closed database's files; best effort (no seal means no check, never an alarm)."""
+    """Record the closed database's files; best effort (no seal means no check, never an alarm).
+
+    CURRENT, the manifest and the non-empty write-ahead logs (the files in LevelDB's log
+    format, whose damage LevelDB can mistake for a torn write) get their size and SHA-256;
+    tables their size (each table block carries a checksum LevelDB verifies).
+    """
     try:
         current = _current(directory)
-        # The files whose silent truncation LevelDB cannot notice: the manifest (LevelDB syncs
-        # it) and the non-empty write-ahead logs (an empty one has nothing to lose).
-        files = {current: (directory / current).stat().st_size}
-        for log in sorted(directory.glob("*.log")):
-            size = log.stat().st_size
-            if size:
+        files: dict[str, dict[str, object]] = {}
+        for path in sorted(directory.iterdir()):
+            name = path.name
+            if name.endswith((".ldb", ".sst")):
+                files[name] = {"size": path.stat().st_size}
+            elif name.endswith(".log") and path.stat().st_size:
                 # The seal must not outlive what it describes: a machine crash after the
                 # close must not leave a seal promising writes that never reached the disk.
-                descriptor = os.open(log, os.O_RDONLY)
-                try:
-                    os.fdatasync(descriptor)
-                finally:
-                    os.close(descriptor)
-                files[log.name] = size
+                # (LevelDB syncs CURRENT and the manifest itself.)
+                _fdatasync(path)
+                files[name] = {"size": path.stat().st_size, "sha256": _digest(path)}
+            elif name in ("CURRENT", current):
+                files[name] = {"size": path.stat().st_size, "sha256": _digest(path)}
         seal = {"format": _SEAL_FORMAT, "current": current, "files": files}
         temporary = directory / (SEAL_NAME + ".tmp")
         temporary.write_text(json.dumps(seal, sort_keys=True) + "\n", encoding="utf-8")
@@ -290,60 +320,117 @@ def _write_seal(directory: Path) -> None:
 
 
 def _check_seal(directory: Path) -> None:
-    """Raise :class:`CorruptData` if a file the seal lists shrank or vanished; then unseal."""
+    """Raise :class:`CorruptData` if the files differ from the seal's record of them (or, with
+    no seal that applies, if a log-format file holds a damaged record length); then unseal."""
     seal_path = directory / SEAL_NAME
     try:
         text = seal_path.read_bytes()
     except FileNotFoundError:
+        _scan_unsealed(directory)
         return
     except OSError as exc:
         raise _bad_seal(seal_path, f"unreadable: {exc.strerror}") from None
     seal = parse_json(
         text,
         what=f"the seal {shown(str(seal_path))}",
-        fix="delete it to open the directory without checking for truncated files",
+        fix="delete it to open the directory as a crash leaves it, without the seal's checks",
         error=CorruptData,
     )
-    files = seal.get("files") if isinstance(seal, dict) else None
-    if (
-        not isinstance(seal, dict)
-        or seal.get("format") != _SEAL_FORMAT
-        or not isinstance(seal.get("current"), str)
-        or not isinstance(files, dict)
-        or not all(isinstance(v, int) and not isinstance(v, bool) for v in files.values())
-    ):
-        raise _bad_seal(seal_path, "not a seal this harness wrote")
+    files = _sealed_files(seal, seal_path)
     try:
         current: str | None = _current(directory)
     except OSError:
         current = None  # LevelDB's open reports the missing CURRENT
-    if current == seal["current"]:
+    if isinstance(seal, dict) and current == seal["current"]:
         _compare(directory, files)
-    # Otherwise another LevelDB client opened the database since the seal was written: the
-    # seal describes files that client legitimately replaced, so it no longer says anything.
+    else:
+        # Another LevelDB client opened the database since the seal was written: the seal
+        # describes files that client legitimately replaced, so it no longer says anything.
+        _scan_unsealed(directory)
     seal_path.unlink()
 
 
-def _compare(directory: Path, files: Mapping[str, int]) -> None:
-    for name, size in sorted(files.items()):
+_Sealed = tuple[int, str | None, bool]
+"""What a seal says of a file: its size, its SHA-256 (None for a table) and whether the size
+is a lower bound only (format 1 seals recorded sizes to catch truncation)."""
+
+
+def _sealed_files(seal: object, seal_path: Path) -> dict[str, _Sealed]:
+    """The seal's files, or :class:`CorruptData` for a seal this harness never wrote (format 1
+    seals, which hold sizes only, are read too)."""
+    files = seal.get("files") if isinstance(seal, dict) else None
+    if (
+        isinstance(seal, dict)
+        and seal.get("format") in (1, _SEAL_FORMAT)
+        and isinstance(seal.get("current"), str)
+        and isinstance(files, dict)
+    ):
+        found = {name: _sealed_file(entry, seal["format"]) for name, entry in files.items()}
+        if None not in found.values():
+            return {name: entry for name, entry in found.items() if entry is not None}
+    raise _bad_seal(seal_path, "not a seal this harness wrote")
+
+
+def _sealed_file(entry: object, form: int) -> _Sealed | None:
+    if form == 1:
+        entry = {"size": entry}
+    if not isinstance(entry, dict) or not set(entry) <= {"size", "sha256"}:
+        return None
+    size, digest = entry.get("size"), entry.get("sha256")
+    if not isinstance(size, int) or isinstance(size, bool):
+        return None
+    if digest is not None and not (isinstance(digest, str) and len(digest) == 64):
+        return None
+    return size, digest, form == 1
+
+
+def _compare(directory: Path, files: Mapping[str, _Sealed]) -> None:
+    for name, (size, digest, at_least) in sorted(files.items()):
         if os.sep in name or name in ("", ".", ".."):
             raise _bad_seal(directory / SEAL_NAME, f"it names {shown(name)}")
         try:
-            actual = (directory / name).stat().st_size
+            actual: int | None = (directory / name).stat().st_size
         except FileNotFoundError:
             actual = None
-        if actual is None or actual < size:
+        if actual is None or actual < size or (actual > size and not at_least):
             found = "is gone" if actual is None else f"has {actual} bytes"
+            raise _damaged(directory, f"{name} {found}, but held {size} bytes")
+        if digest is not None and _digest(directory / name) != digest:
+            raise _damaged(directory, f"{name} differs from the {size} bytes it held")
+
+
+def _damaged(directory: Path, what: str) -> CorruptData:
+    return CorruptData(
+        f"LevelDB directory {shown(str(directory))} is damaged: {what} when the store was "
+        "last closed cleanly. LevelDB could silently read fewer or older records (it takes a "
+        "damaged tail for a torn write). Restore the directory from a backup; or, to accept "
+        "the loss, open it once with checks=False, which keeps what LevelDB can still read"
+    )
+
+
+def _scan_unsealed(directory: Path) -> None:
+    """With no seal to compare with (after a crash, or a close without checks), refuse a
+    write-ahead log or manifest whose damaged record length LevelDB would take for a torn
+    write (:func:`harness._wal.damaged_length`); a truly torn last write is let through."""
+    try:
+        current = _current(directory)
+    except OSError:
+        current = ""
+    names = sorted(path.name for path in directory.glob("*.log"))
+    if current.startswith("MANIFEST-") and os.sep not in current:
+        names.append(current)
+    for name in names:
+        why = damaged_length(directory / name)
+        if why is not None:
             raise CorruptData(
-                f"LevelDB directory {shown(str(directory))} is damaged: {name} {found}, but "
-                f"held {size} bytes when the store was last closed cleanly. LevelDB would "
-                "silently drop the lost tail (committed data). Restore the directory from a "
-                f"backup; or, to accept the loss, delete {SEAL_NAME} in it and open it again"
+                f"LevelDB directory {shown(str(directory))} is damaged: in {name}, {why}. "
+                "Restore the directory from a backup; or, to accept the loss, open it once "
+                "with checks=False"
             )
 
 
 def _bad_seal(path: Path, why: str) -> CorruptData:
     return CorruptData(
         f"the seal {shown(str(path))} of a LevelDB directory is damaged ({shown(why)}); "
-        "delete it to open the directory without checking for truncated files"
+        "delete it to open the directory as a crash leaves it, without the seal's checks"
     )

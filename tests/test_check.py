@@ -1229,7 +1229,7 @@ def test_validate_names_each_problem(events: tuple[Event, ...], problems: list[s
 def test_validate_checks_the_header() -> None:
     old = HistoryMeta(partitions=("p",), sinks={}, version=0)
     assert validate(with_events(end_at(0), meta=old)) == [
-        "history schema version 0 is not supported: this checker reads version 1"
+        "history schema version 0 is not supported: this checker reads version 2"
     ]
     garbage = HistoryMeta(partitions="p", sinks={"out": "log"})  # type: ignore[arg-type, dict-item]
     assert validate(with_events(end_at(0), meta=garbage)) == [

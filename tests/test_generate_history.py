@@ -42,7 +42,7 @@ def events_digest(path: str) -> str:
         (
             {"records": 2000, "partitions": 3, "keys": 7, "plan": EVERY_KIND},
             10055,
-            "a011d1f4cd30ebcd60aba403304d4286bf125510d2509bfac56fbd21b3f9c804",
+            "c49589b91994d83fef34cc8f3ae9f939f4572a175b72c2509747d1cd99921323",
         ),
         (
             {
@@ -54,7 +54,7 @@ def events_digest(path: str) -> str:
                 "plan": Plan(skipped=1, aborted=2, lost=1),
             },
             3127,
-            "b5b45d87add5f366da01fe7573716cdf8a062307bbdbac7ffe1cb5c4630d0124",
+            "f7b73107e588813ce2a98375093bfc59f9774f9e8bc392fb6cb2f4b072e8c1fd",
         ),
     ],
 )

@@ -126,7 +126,8 @@ def small_history() -> History:
 
 
 def header_line(**overrides: Any) -> str:
-    header = small_history().meta.to_json()
+    """A hand-written header line: schema version 1, the last without a checksum line."""
+    header = small_history().meta.to_json() | {"version": 1}
     header.update(overrides)
     return json.dumps({"history": header})
 
@@ -183,9 +184,10 @@ def test_jsonl_text_round_trip(history: History) -> None:
     assert loads_jsonl(text) == history
     lines = text.split("\n")
     assert lines[-1] == ""
-    assert len(lines) == len(history) + 2
-    for line in lines[1:-1]:
+    assert len(lines) == len(history) + 3
+    for line in lines[1:-2]:
         assert list(json.loads(line)) == list(EVENT_FIELDS)
+    assert list(json.loads(lines[-2])) == ["checksum"]
 
 
 @given(HISTORIES)
@@ -214,7 +216,7 @@ def test_write_and_read_history_dispatch_on_suffix(tmp_path: Path, suffix: str) 
     if suffix == ".parquet":
         assert path.read_bytes()[:4] == b"PAR1"
     else:
-        assert path.read_text(encoding="utf-8").startswith('{"history":{"version":1,')
+        assert path.read_text(encoding="utf-8").startswith('{"history":{"version":2,')
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
@@ -592,8 +594,8 @@ def test_parquet_with_wrong_values_is_refused(
             "field 'index' must not be null",
         ),
         (
-            History(HistoryMeta(partitions=(), sinks={}, version=2), ()),
-            "writes schema version 1 only",
+            History(HistoryMeta(partitions=(), sinks={}, version=1), ()),
+            "writes schema version 2 only",
         ),
         (
             History(HistoryMeta(partitions=(), sinks={}, extra={"x": object()}), ()),

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("errors", ("harness.errors",)),
-    ("helpers", ("harness._shown", "harness._json", "harness._lazy")),
+    ("helpers", ("harness._shown", "harness._json", "harness._lazy", "harness._wal")),
     (
         "utilities",
         (

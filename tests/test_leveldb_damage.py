@@ -2,18 +2,23 @@
 
 Every file kind LevelDB keeps (CURRENT, the MANIFEST, .ldb tables, the .log write-ahead log)
 and the harness's own seal is damaged in enumerated ways (bit flips at positions spread over
-the file and drawn from a seeded generator, truncations), in a pristine store whose data lives
-in both a table and the write-ahead log. Each damaged copy is then read in full: the outcome
-must be :class:`CorruptData` naming the directory, or exactly what was written.
+the file and drawn from a seeded generator, truncations, and in the files of LevelDB's log
+format every bit of the length fields of a spread of records, the damage LevelDB takes for a
+torn write), in a pristine store whose data lives in both a table and the write-ahead log,
+sealed by a clean close or left unsealed as a crash leaves it. Each damaged copy is then read
+in full: the outcome must be :class:`CorruptData` naming the directory, or exactly what was
+written. The sweeps marked ``slow`` flip more positions and every record's length field.
 """
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import pickle
 import random
 import shutil
+import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness._leveldb import SEAL_NAME
+from harness._wal import BLOCK_SIZE, HEADER_SIZE
 from harness.errors import CorruptData, StoreLocked
 from harness.log import LogRecord, leveldb_uri, open_namespace
 from harness.log.dlsn import DLSN
@@ -32,6 +38,7 @@ from harness.offsets import LevelDBOffsetStore
 
 FLIPS = 24
 KINDS = ("CURRENT", "MANIFEST", "table", "log", "seal")
+LOG_FORMAT = ("MANIFEST", "log")  # the kinds in LevelDB's log format
 
 
 def kind_of(name: str) -> str | None:
@@ -52,19 +59,48 @@ def files_of_kind(database: Path, kind: str) -> list[Path]:
     return found
 
 
-def damages(data: bytes, seed: int) -> Iterator[tuple[str, bytes]]:
-    """Bit flips spread evenly and drawn from ``seed``, then truncations."""
+def record_headers(data: bytes) -> list[int]:
+    """The offsets of the record headers of a file in LevelDB's log format, block by block."""
+    headers = []
+    for block in range(0, len(data), BLOCK_SIZE):
+        position, end = block, min(block + BLOCK_SIZE, len(data))
+        while end - position >= HEADER_SIZE:
+            length = data[position + 4] | (data[position + 5] << 8)
+            if length == 0 and data[position + 6] == 0:
+                break
+            headers.append(position)
+            position += HEADER_SIZE + length
+    return headers
+
+
+def length_bits(data: bytes, every: int) -> set[int]:
+    """Every bit of the length field of every ``every``-th record and of the last three."""
+    headers = record_headers(data)
+    chosen = sorted(set(headers[::every]) | set(headers[-3:]))
+    return {(header + 4) * 8 + bit for header in chosen for bit in range(16)}
+
+
+def damages(
+    data: bytes, seed: int, *, flips: int = FLIPS, lengths: int = 0, truncations: bool = True
+) -> Iterator[tuple[str, bytes]]:
+    """Bit flips spread evenly and drawn from ``seed`` (and, with ``lengths``, every bit of the
+    length field of every ``lengths``-th log-format record), then truncations (unless not
+    ``truncations``)."""
     bits = len(data) * 8
     if not bits:
         return
     rng = random.Random(seed)
-    positions = {bits * i // FLIPS for i in range(FLIPS)} | {
-        rng.randrange(bits) for _ in range(FLIPS)
+    positions = {bits * i // flips for i in range(flips)} | {
+        rng.randrange(bits) for _ in range(flips)
     }
+    if lengths:
+        positions |= length_bits(data, lengths)
     for bit in sorted(positions):
         damaged = bytearray(data)
         damaged[bit // 8] ^= 1 << (bit % 8)
         yield f"flip bit {bit}", bytes(damaged)
+    if not truncations:
+        return
     for cut in sorted({0, len(data) // 3, len(data) // 2, len(data) - 1}):
         yield f"truncate to {cut}", data[:cut]
 
@@ -87,15 +123,26 @@ def sweep(
     read: Callable[[Path], object],
     expected: object,
     scratch: Path,
+    *,
+    flips: int = FLIPS,
+    lengths: int = 0,
+    truncations: bool = True,
 ) -> dict[str, list[str]]:
-    """Damage every file of ``kind`` every way; the damages, by outcome."""
+    """Damage every file of ``kind`` every way (:func:`damages`); the damages, by outcome."""
     outcomes: dict[str, list[str]] = {"exact": [], "typed": []}
     relative = database.relative_to(pristine)
     undamaged = scratch / f"undamaged-{kind}"
     shutil.copytree(pristine, undamaged)  # reading reopens the store, which rewrites its files
     assert read(undamaged) == expected
     for number, file in enumerate(files_of_kind(database, kind)):
-        for case, (label, damaged) in enumerate(damages(file.read_bytes(), seed=number)):
+        cases = damages(
+            file.read_bytes(),
+            seed=number,
+            flips=flips,
+            lengths=lengths if kind in LOG_FORMAT else 0,
+            truncations=truncations,
+        )
+        for case, (label, damaged) in enumerate(cases):
             copy = scratch / f"{file.name}-{case}"
             shutil.copytree(pristine, copy)
             (copy / relative / file.name).write_bytes(damaged)
@@ -145,13 +192,64 @@ def read_offsets(path: Path, *, checks: bool = True) -> dict[str, DLSN]:
         return {reader: dlsn for reader in store.readers() if (dlsn := store.get(reader))}
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_a_damaged_offset_store_raises_or_returns_exactly_what_was_written(
-    kind: str, pristine_offsets: Path, tmp_path: Path
-) -> None:
-    assert_typed_or_exact(
-        sweep(pristine_offsets, pristine_offsets, kind, read_offsets, offsets_written(), tmp_path)
+def unsealed(pristine: Path, database: Path, scratch: Path) -> Path:
+    """A copy of ``pristine`` whose database lost its seal: what a crash (or a close without
+    checks) leaves. Its write-ahead log still holds every write, as after a SIGKILL.
+
+    Its sweeps flip bits but do not truncate: with no seal, a file cut at a record boundary
+    is what a crash leaves, and reads as the prefix it holds (see
+    ``test_an_unsealed_truncated_log_reads_as_a_committed_prefix``).
+    """
+    copy = scratch / "unsealed"
+    shutil.copytree(pristine, copy)
+    (copy / database.relative_to(pristine) / SEAL_NAME).unlink()
+    return copy
+
+
+# (kind, sealed): the seal itself can only be damaged where there is one
+CASES = [(kind, True) for kind in KINDS] + [(kind, False) for kind in KINDS if kind != "seal"]
+CASE_IDS = [f"{kind}-{'sealed' if sealed else 'unsealed'}" for kind, sealed in CASES]
+# The fast suite leaves out unsealed tables: the seal does not change how a table is checked.
+FAST = [
+    pytest.param(kind, sealed, id=name)
+    for (kind, sealed), name in zip(CASES, CASE_IDS, strict=True)
+    if sealed or kind != "table"
+]
+
+
+def offset_sweep(
+    kind: str, sealed: bool, pristine: Path, scratch: Path, **how: int
+) -> dict[str, list[str]]:
+    """The outcomes of damaging the offset store ``pristine`` (sealed or not): :func:`sweep`."""
+    if not sealed:
+        pristine = unsealed(pristine, pristine, scratch)
+    return sweep(
+        pristine,
+        pristine,
+        kind,
+        read_offsets,
+        offsets_written(),
+        scratch,
+        truncations=sealed,
+        **how,
     )
+
+
+@pytest.mark.parametrize(("kind", "sealed"), FAST)
+def test_a_damaged_offset_store_raises_or_returns_exactly_what_was_written(
+    kind: str, sealed: bool, pristine_offsets: Path, tmp_path: Path
+) -> None:
+    assert_typed_or_exact(offset_sweep(kind, sealed, pristine_offsets, tmp_path, lengths=25))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("kind", "sealed"), CASES, ids=CASE_IDS)
+def test_the_full_sweep_of_an_offset_store(
+    kind: str, sealed: bool, pristine_offsets: Path, tmp_path: Path
+) -> None:
+    # 300 evenly spaced flips, as issue 26 measured, and every bit of every length field.
+    outcomes = offset_sweep(kind, sealed, pristine_offsets, tmp_path, flips=300, lengths=1)
+    assert_typed_or_exact(outcomes)
 
 
 @settings(max_examples=30, deadline=None)
@@ -222,14 +320,35 @@ def build_log(root: Path) -> None:
     write_records(root, records[300:])
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_a_damaged_log_raises_or_returns_exactly_what_was_committed(
-    kind: str, pristine_log: Path, tmp_path: Path
-) -> None:
-    database = pristine_log / "logs" / "events" / "db"
-    assert_typed_or_exact(
-        sweep(pristine_log, database, kind, read_log, records_written(), tmp_path)
+def log_sweep(
+    kind: str, sealed: bool, pristine: Path, scratch: Path, **how: int
+) -> dict[str, list[str]]:
+    """The outcomes of damaging the log namespace ``pristine`` (sealed or not)."""
+    if not sealed:
+        pristine = unsealed(pristine, log_database(pristine), scratch)
+    database = log_database(pristine)
+    return sweep(
+        pristine, database, kind, read_log, records_written(), scratch, truncations=sealed, **how
     )
+
+
+@pytest.mark.parametrize(("kind", "sealed"), FAST)
+def test_a_damaged_log_raises_or_returns_exactly_what_was_committed(
+    kind: str, sealed: bool, pristine_log: Path, tmp_path: Path
+) -> None:
+    assert_typed_or_exact(log_sweep(kind, sealed, pristine_log, tmp_path, lengths=20))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("kind", "sealed"), CASES, ids=CASE_IDS)
+def test_the_full_sweep_of_a_log(
+    kind: str, sealed: bool, pristine_log: Path, tmp_path: Path
+) -> None:
+    assert_typed_or_exact(log_sweep(kind, sealed, pristine_log, tmp_path, flips=300, lengths=1))
+
+
+def log_database(root: Path) -> Path:
+    return root / "logs" / "events" / "db"
 
 
 # -- the seal --------------------------------------------------------------------------------
@@ -250,6 +369,113 @@ def test_a_truncated_write_ahead_log_is_reported_not_read_as_a_shorter_log(
     survivors = read_log(root)
     assert survivors == records_written()[: len(survivors)]
     assert len(survivors) < len(records_written())
+
+
+def flip_a_length_field(log: Path) -> None:
+    """Flip the top bit of the first record's length: LevelDB takes the record for one torn
+    by a crash and drops it with every record after it."""
+    damaged = bytearray(log.read_bytes())
+    assert len(damaged) < BLOCK_SIZE  # one, partial block: where LevelDB forgives
+    damaged[5] ^= 0x80
+    log.write_bytes(damaged)
+
+
+def test_a_flipped_length_in_a_sealed_write_ahead_log_is_reported_not_read_as_older_offsets(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "store"
+    with LevelDBOffsetStore(path) as store:
+        for step in range(50):
+            store.put("r", DLSN(1, step, 0))
+    (log,) = files_of_kind(path, "log")
+    flip_a_length_field(log)
+    with pytest.raises(CorruptData, match=rf"{log.name} differs from the \d+ bytes it held"):
+        read_offsets(path)
+    # accepting the loss: without the checks, LevelDB reads the store as if empty (what the
+    # digest prevents), and from then on that is the store
+    assert read_offsets(path, checks=False) == {}
+    assert read_offsets(path) == {}
+
+
+def test_a_flipped_length_in_an_unsealed_write_ahead_log_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    with LevelDBOffsetStore(path, checks=False) as store:  # closes without a seal
+        for step in range(50):
+            store.put("r", DLSN(1, step, 0))
+    (log,) = files_of_kind(path, "log")
+    flip_a_length_field(log)
+    with pytest.raises(CorruptData, match="length field is damaged") as raised:
+        read_offsets(path)
+    assert str(path) in str(raised.value) and "checks=False" in str(raised.value)
+
+
+def _write_synced_then_die(path: Path, puts: int) -> None:  # pragma: no cover - in the child
+    store = LevelDBOffsetStore(path, sync=True)
+    for step in range(puts):
+        store.put(f"reader-{step % 7}", DLSN(1, step, 0))
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def synced_then_killed(path: Path, puts: int) -> dict[str, DLSN]:
+    """A store whose writer acknowledged ``puts`` synced writes, then died by SIGKILL (no seal);
+    the offsets it acknowledged."""
+    child = multiprocessing.get_context("fork").Process(
+        target=_write_synced_then_die, args=(path, puts)
+    )
+    child.start()
+    child.join()
+    assert child.exitcode == -signal.SIGKILL
+    assert not (path / SEAL_NAME).exists()
+    return {f"reader-{step % 7}": DLSN(1, step, 0) for step in range(puts)}
+
+
+def test_synced_offsets_of_a_killed_writer_are_read_exactly_or_reported_when_damaged(
+    tmp_path: Path,
+) -> None:
+    pristine = tmp_path / "killed"
+    acknowledged = synced_then_killed(pristine, 120)
+    outcomes = sweep(
+        pristine,
+        pristine,
+        "log",
+        read_offsets,
+        acknowledged,
+        tmp_path,
+        lengths=15,
+        truncations=False,
+    )
+    assert_typed_or_exact(outcomes)
+
+
+def test_a_torn_last_write_of_a_killed_writer_opens_with_what_came_before(tmp_path: Path) -> None:
+    # The legitimate crash: the last record is cut short. No false alarm; the earlier writes stay.
+    path = tmp_path / "killed"
+    acknowledged = synced_then_killed(path, 20)
+    (log,) = files_of_kind(path, "log")
+    last = record_headers(log.read_bytes())[-1]
+    os.truncate(log, last + HEADER_SIZE + 3)
+    del acknowledged["reader-5"]  # written by step 19, the torn one: step 12 is the value left
+    acknowledged["reader-5"] = DLSN(1, 12, 0)
+    assert read_offsets(path) == acknowledged
+
+
+def test_a_seal_of_the_first_format_is_still_read_as_sizes(tmp_path: Path) -> None:
+    root = tmp_path / "namespace"
+    write_records(root, records_written())
+    database = log_database(root)
+    (log,) = files_of_kind(database, "log")
+    current = (database / "CURRENT").read_text().strip()
+    sizes = {current: (database / current).stat().st_size, log.name: log.stat().st_size}
+    old = {"format": 1, "current": current, "files": sizes}
+    (database / SEAL_NAME).write_text(json.dumps(old))
+    assert read_log(root) == records_written()
+    write_records(root, [(601, b"one more")])
+    current = (database / "CURRENT").read_text().strip()
+    (database / SEAL_NAME).write_text(
+        json.dumps(old | {"current": current, "files": {current: 10**9}})
+    )
+    with pytest.raises(CorruptData, match=rf"{current} has \d+ bytes, but held 1000000000"):
+        read_log(root)
 
 
 def _open_and_close(path: Path, cycles: int, results: Any) -> None:
@@ -399,7 +625,9 @@ def main() -> None:
                         continue
                     work = root / f"work-{name}-{checks}-{kind}"
                     work.mkdir()
-                    outcomes = sweep(pristine, database, kind, read, expected, work)
+                    outcomes = sweep(
+                        pristine, database, kind, read, expected, work, flips=300, lengths=1
+                    )
                     counts = ", ".join(
                         f"{result.split(':')[0]} {len(cases)}"
                         for result, cases in sorted(outcomes.items())

@@ -14,6 +14,7 @@ from harness.history.events import (
     SinkSpec,
 )
 from harness.history.io import (
+    CHECKSUM_KEY,
     PARQUET_METADATA_KEY,
     SUFFIXES,
     dumps_jsonl,
@@ -28,6 +29,7 @@ from harness.history.io import (
 )
 
 __all__ = [
+    "CHECKSUM_KEY",
     "EVENT_FIELDS",
     "PARQUET_METADATA_KEY",
     "REQUIRED_FIELDS",

@@ -3,7 +3,8 @@
 A history is plain data. The simulator writes it, the checkers (local and Spark) read it, the
 reports render it; none of them talks to another. The schema is flat (one optional column per
 field) so that the same rows go to JSONL and to Parquet unchanged; ``docs/history.md``
-documents it. ``SCHEMA_VERSION`` changes whenever a field or a kind changes meaning.
+documents it. ``SCHEMA_VERSION`` changes whenever a field or a kind changes meaning, or the
+files' layout changes (version 2 added the checksums of :mod:`harness.history.integrity`).
 
 Identity rules the checkers rely on:
 
@@ -48,7 +49,7 @@ __all__ = [
     "Isolation",
 ]
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 
 
 class AppendDetail(str, enum.Enum):

@@ -5,11 +5,17 @@ same header (:meth:`~harness.history.events.HistoryMeta.to_json`); ``docs/histor
 documents the layouts and the versioning policy.
 
 * **JSONL**: the first line is ``{"history": <header>}``, then one JSON object per event with
-  every key of ``EVENT_FIELDS`` in that order (nulls included). Compact separators, UTF-8,
-  ``"\\n"`` line endings, so equal histories give identical files.
+  every key of ``EVENT_FIELDS`` in that order (nulls included), then the checksum line.
+  Compact separators, UTF-8, ``"\\n"`` line endings, so equal histories give identical files.
 * **Parquet**: one row per event with the fixed schema of :func:`history_arrow_schema`; the
-  header JSON lives in the schema's key-value metadata under :data:`PARQUET_METADATA_KEY`.
-  pyarrow is imported only when a Parquet function is called.
+  header JSON lives in the schema's key-value metadata under :data:`PARQUET_METADATA_KEY`,
+  the checksum under :data:`CHECKSUM_KEY`. pyarrow is imported only when a Parquet function
+  is called.
+
+Every file carries a checksum its reader verifies (:mod:`harness.history.integrity`), so a
+damaged file is :class:`~harness.errors.CorruptData`, never a different history; files
+without one (schema version 1, other tools' Parquet) are read unverified unless a reader is
+given ``checksum="require"``.
 
 Readers trust nothing: the header, every line or column and every value is type-checked before
 an :class:`~harness.history.events.Event` is built, and anything wrong raises
@@ -23,6 +29,7 @@ history behind.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import json
 import os
@@ -46,8 +53,24 @@ from harness.history.events import (
     SinkKind,
     SinkSpec,
 )
+from harness.history.integrity import (
+    CHECKSUM_KEY,
+    TRAILER_KEY,
+    ChecksumPolicy,
+    JsonlDigest,
+    check_jsonl_trailer,
+    checked_policy,
+    damaged,
+    jsonl_trailer,
+    parquet_checksum,
+    read_parquet_checksum,
+    row_group_digest,
+    unreadable,
+    unverified,
+)
 
 __all__ = [
+    "CHECKSUM_KEY",
     "PARQUET_METADATA_KEY",
     "SUFFIXES",
     "dumps_jsonl",
@@ -100,15 +123,20 @@ def write_history(history: History, path: _Path) -> None:
         write_parquet(history, path)
 
 
-def read_history(path: _Path) -> History:
+def read_history(path: _Path, *, checksum: ChecksumPolicy = "verify") -> History:
     """Read the history at ``path`` in the format its suffix names (``.jsonl``, ``.parquet``).
 
     Raises :class:`ConfigError` for any other suffix, :class:`CorruptData` for a file that is
-    not a valid history, and ``OSError`` (e.g. ``FileNotFoundError``) if it cannot be opened.
+    not a valid history or whose checksum does not match what it holds, and ``OSError`` (e.g.
+    ``FileNotFoundError``) if it cannot be opened. ``checksum`` is what to do with checksums
+    (:data:`~harness.history.integrity.ChecksumPolicy`): ``"verify"`` (the default) checks
+    the checksum every file this harness writes carries and reads a file without one
+    (version 1, or Parquet another tool wrote) unverified; ``"require"`` refuses such a file
+    too; ``"ignore"`` checks nothing, to read a damaged or hand-edited file on purpose.
     """
     if _format(path) == ".jsonl":
-        return read_jsonl(path)
-    return read_parquet(path)
+        return read_jsonl(path, checksum=checksum)
+    return read_parquet(path, checksum=checksum)
 
 
 def _format(path: _Path) -> str:
@@ -135,49 +163,69 @@ def dumps_jsonl(history: History) -> str:
 
     Raises :class:`ConfigError` if the history could not be read back (see :func:`write_jsonl`).
     """
-    return "".join(_jsonl_lines(history))
+    return b"".join(_jsonl_bytes(history)).decode("utf-8")
 
 
 def write_jsonl(history: History, path: _Path) -> None:
     """Write ``history`` as JSONL (UTF-8, ``"\\n"`` line endings), replacing ``path`` atomically.
 
-    Equal histories give byte-identical files. Raises :class:`ConfigError`, before writing
+    The last line is the checksum of the others (:mod:`harness.history.integrity`). Equal
+    histories give byte-identical files. Raises :class:`ConfigError`, before writing
     anything, if a value could not be read back: a field of the wrong type, an integer outside
     int64, a string with a lone surrogate, a header that is not JSON data, or a header whose
     ``version`` is not :data:`SCHEMA_VERSION`.
     """
-    lines = _jsonl_lines(history)  # validates before the file is touched
-    with _atomic_target(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as out:
+    _write_jsonl(history, path, checksum=True)
+
+
+def _write_jsonl(history: History, path: _Path, *, checksum: bool) -> None:
+    """:func:`write_jsonl`; without ``checksum``, no checksum line (the benchmark's baseline
+    only: such a version-2 file does not read back)."""
+    lines = _jsonl_bytes(history, checksum=checksum)  # validates before the file is touched
+    with _atomic_target(path) as tmp, open(tmp, "wb") as out:
         out.writelines(lines)
 
 
-def loads_jsonl(text: str, source: str = "<string>") -> History:
+def loads_jsonl(
+    text: str, source: str = "<string>", *, checksum: ChecksumPolicy = "verify"
+) -> History:
     """Parse JSONL text as :func:`read_jsonl` does; ``source`` names it in error messages."""
-    return _parse_jsonl(_text_lines(text), source)
+    return _parse_jsonl(_text_lines(text), source, checked_policy(checksum))
 
 
-def read_jsonl(path: _Path) -> History:
+def read_jsonl(path: _Path, *, checksum: ChecksumPolicy = "verify") -> History:
     """Read a JSONL history written by :func:`write_jsonl` (or by hand, to the same schema).
 
     A key missing from an event line reads as null; an unknown key, a value of the wrong type,
-    an unknown kind, bad JSON or UTF-8, a missing header, or a header with a newer schema
-    version raise :class:`CorruptData` naming the file and the line. ``OSError`` (e.g.
-    ``FileNotFoundError``) passes through.
+    an unknown kind, bad JSON or UTF-8, a missing header, a header with a newer schema
+    version, or (from version 2 on) a checksum line that is missing or does not match the
+    lines before it raise :class:`CorruptData` naming the file and the line. ``checksum`` as
+    in :func:`read_history`. ``OSError`` (e.g. ``FileNotFoundError``) passes through.
     """
+    policy = checked_policy(checksum)
     with open(path, "rb") as stream:
-        return _parse_jsonl(_binary_lines(stream), os.fspath(path))
+        return _parse_jsonl(_binary_lines(stream), os.fspath(path), policy)
 
 
-def _jsonl_lines(history: History) -> Iterator[str]:
-    """Check ``history`` now, then return its lines (each ending in a newline) lazily."""
+def _jsonl_bytes(history: History, *, checksum: bool = True) -> Iterator[bytes]:
+    """Check ``history`` now, then return its lines (UTF-8, each ending in a newline) lazily,
+    the checksum line last."""
     header = _checked_header(history)
     _check_events(history.events)
 
-    def lines() -> Iterator[str]:
-        yield f'{{"history":{header}}}\n'
+    def lines() -> Iterator[bytes]:
+        digest = JsonlDigest()
+        line = f'{{"history":{header}}}\n'.encode()
+        digest.add(line)
+        yield line
         for event in history.events:
             row = json.dumps(event.to_row(), separators=_SEPARATORS, ensure_ascii=False)
-            yield row + "\n"
+            line = (row + "\n").encode()
+            if checksum:
+                digest.add(line)
+            yield line
+        if checksum:
+            yield jsonl_trailer(digest).encode()
 
     return lines()
 
@@ -198,17 +246,30 @@ def _binary_lines(stream: IO[bytes]) -> Iterator[bytes]:
     yield from stream  # binary files split on b"\n" only
 
 
-def _parse_jsonl(lines: Iterable[str | bytes], source: str) -> History:
+def _parse_jsonl(lines: Iterable[str | bytes], source: str, checksum: ChecksumPolicy) -> History:
     meta: HistoryMeta | None = None
     events: list[Event] = []
+    digest = JsonlDigest() if checksum != "ignore" else None
+    trailer = 0  # the line number of the checksum line
     for lineno, raw in enumerate(lines, 1):
         where = f"{source}: line {lineno}"
+        if trailer:
+            raise CorruptData(f"{where}: a line after the checksum line {trailer}, the last one")
         line = _decode_line(raw, where)
         terminated = line.endswith("\n")
         line = line.rstrip("\r\n")
         if not line.strip():
             raise CorruptData(f"{where}: blank line (a history has one JSON object per line)")
         obj = _parse_json(line, where, truncated=not terminated)
+        if meta is not None and meta.version >= 2 and isinstance(obj, dict) and TRAILER_KEY in obj:
+            if len(obj) != 1:
+                raise damaged(where, "a checksum line holds other keys")
+            if digest is not None:
+                check_jsonl_trailer(obj[TRAILER_KEY], digest, where, source)
+            trailer = lineno
+            continue
+        if digest is not None:
+            digest.add(raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass"))
         if meta is None:
             meta = _header_from_line(obj, where)
             continue
@@ -222,7 +283,22 @@ def _parse_jsonl(lines: Iterable[str | bytes], source: str) -> History:
             f"{source}: missing header: the file is empty, expected a first line "
             '{"history": {...}}'
         )
-    return History(meta=meta, events=tuple(events))
+    if meta.version >= 2 and not trailer and checksum != "ignore":
+        raise damaged(
+            source,
+            f"no checksum line after its {len(events) + 1} lines (a version-{meta.version} "
+            "history ends with one): it was cut short",
+        )
+    if meta.version < 2 and checksum == "require":
+        raise unverified(source)
+    return History(meta=_current(meta), events=tuple(events))
+
+
+def _current(meta: HistoryMeta) -> HistoryMeta:
+    """``meta`` of an older schema version, as the current one (the events are the same)."""
+    if meta.version == SCHEMA_VERSION:
+        return meta
+    return dataclasses.replace(meta, version=SCHEMA_VERSION)
 
 
 def _decode_line(raw: str | bytes, where: str) -> str:
@@ -294,62 +370,100 @@ def write_parquet(history: History, path: _Path) -> None:
     """Write ``history`` as Parquet, replacing ``path`` atomically.
 
     The schema is :func:`history_arrow_schema` with the header JSON under
-    :data:`PARQUET_METADATA_KEY` in its metadata; zstd compression, statistics on, one row
-    group per million rows. Equal histories give byte-identical files (for one pyarrow
-    version: the file names the writing library in ``created_by``). Raises
-    :class:`ConfigError` as :func:`write_jsonl` does, and :class:`MissingDependency` if pyarrow
-    is not installed.
+    :data:`PARQUET_METADATA_KEY` in its metadata, and the checksum under :data:`CHECKSUM_KEY`
+    in the file's key-value metadata (:mod:`harness.history.integrity`); zstd compression,
+    statistics on, one row group per million rows. Equal histories give byte-identical files
+    (for one pyarrow version: the file names the writing library in ``created_by``). Raises
+    :class:`ConfigError` as :func:`write_jsonl` does, and :class:`MissingDependency` if
+    pyarrow is not installed.
     """
-    header = _checked_header(history)
+    _write_parquet(history, path, checksum=True)
+
+
+def _write_parquet(history: History, path: _Path, *, checksum: bool) -> None:
+    """:func:`write_parquet`; without ``checksum``, no checksum (the benchmark's baseline)."""
+    header = _checked_header(history).encode("utf-8")
     _check_events(history.events)
     pa, pq = _pyarrow()
-    schema = history_arrow_schema().with_metadata({PARQUET_METADATA_KEY: header.encode("utf-8")})
+    pc = importlib.import_module("pyarrow.compute")
+    schema = history_arrow_schema().with_metadata({PARQUET_METADATA_KEY: header})
+    digests = []
     with _atomic_target(path) as tmp:
         writer = pq.ParquetWriter(os.fspath(tmp), schema, **PARQUET_WRITER_OPTIONS)
         try:
             for table in _tables(pa, schema, history.events):
+                if checksum:  # each table is one row group
+                    digests.append(row_group_digest(pa, pc, table.to_batches()))
                 writer.write_table(table, row_group_size=_ROW_GROUP_ROWS)
+            if checksum:
+                writer.add_key_value_metadata({CHECKSUM_KEY: parquet_checksum(header, digests)})
         finally:
             writer.close()
 
 
-def read_parquet(path: _Path) -> History:
+def read_parquet(path: _Path, *, checksum: ChecksumPolicy = "verify") -> History:
     """Read a Parquet history written by :func:`write_parquet` (or by Spark, to its schema).
 
     Columns must be exactly :data:`EVENT_FIELDS` (in any order), integer columns of an integer
     type and the others of a string type; the header must be in the schema metadata under
     :data:`PARQUET_METADATA_KEY`. Anything else, an unknown kind, a null ``index`` or
-    ``kind``, or a header with a newer schema version raises :class:`CorruptData` naming the
-    file (and the 0-based row). ``OSError`` passes through; :class:`MissingDependency` if
-    pyarrow is not installed.
+    ``kind``, a header with a newer schema version, or a checksum (under
+    :data:`CHECKSUM_KEY`) that does not match the header or the decoded rows raises
+    :class:`CorruptData` naming the file (and the 0-based row or the row group). ``checksum``
+    as in :func:`read_history`: a file without one is read unverified unless it is
+    ``"require"``. ``OSError`` passes through; :class:`MissingDependency` if pyarrow is not
+    installed.
     """
     source = os.fspath(path)
+    policy = checked_policy(checksum)
     pa, pq = _pyarrow()
+    pc = importlib.import_module("pyarrow.compute")
     with open(path, "rb") as stream:
         try:
             parquet = pq.ParquetFile(stream)
             arrow_schema = parquet.schema_arrow
+            stored = parquet.metadata.metadata or {}
         except (pa.ArrowException, OSError, ValueError) as exc:
-            raise CorruptData(f"{source}: not a Parquet file ({one_line(exc)})") from exc
-        meta = _parquet_meta(arrow_schema, source)
+            raise unreadable(source, f"not a Parquet file ({one_line(exc)})") from exc
+        meta, header = _parquet_header(arrow_schema, source)
         _check_parquet_columns(pa, arrow_schema, source)
+        expected = None
+        if policy != "ignore":
+            expected = read_parquet_checksum(stored, header, parquet.num_row_groups, source)
+            if expected is None and policy == "require":
+                raise unverified(source)
         events: list[Event] = []
         try:
-            for batch in parquet.iter_batches(
-                batch_size=_BATCH_ROWS, columns=list(EVENT_FIELDS), use_threads=False
-            ):
-                columns = [batch.column(name).to_pylist() for name in EVENT_FIELDS]
-                for values in zip(*columns, strict=True):
-                    where = f"{source}: row {len(events)} (0-based)"
-                    events.append(
-                        _event_from_row(dict(zip(EVENT_FIELDS, values, strict=True)), where)
+            for group in range(parquet.num_row_groups):
+                batches = list(
+                    parquet.iter_batches(
+                        batch_size=_BATCH_ROWS,
+                        row_groups=[group],
+                        columns=list(EVENT_FIELDS),
+                        use_threads=False,
                     )
+                )
+                if expected is not None and row_group_digest(pa, pc, batches) != expected[group]:
+                    raise damaged(
+                        source,
+                        f"row group {group} (from row {len(events)}) does not match its checksum",
+                    )
+                _add_events(events, batches, source)
         except (pa.ArrowException, OSError, ValueError) as exc:
-            raise CorruptData(
-                f"{source}: cannot decode the Parquet data after row {len(events)} "
-                f"({one_line(exc)})"
+            raise unreadable(
+                source,
+                f"cannot decode the Parquet data after row {len(events)} ({one_line(exc)})",
             ) from exc
-    return History(meta=meta, events=tuple(events))
+    return History(meta=_current(meta), events=tuple(events))
+
+
+def _add_events(events: list[Event], batches: Iterable[Any], source: str) -> None:
+    """Append the events of the rows of ``batches`` (record batches of a history file)."""
+    for batch in batches:
+        columns = [batch.column(name).to_pylist() for name in EVENT_FIELDS]
+        for values in zip(*columns, strict=True):
+            where = f"{source}: row {len(events)} (0-based)"
+            events.append(_event_from_row(dict(zip(EVENT_FIELDS, values, strict=True)), where))
 
 
 def _pyarrow(
@@ -389,6 +503,12 @@ def _tables(pa: Any, schema: Any, events: Sequence[Event]) -> Iterator[Any]:
 
 
 def _parquet_meta(arrow_schema: Any, source: str) -> HistoryMeta:
+    """The header of a history Parquet file with ``arrow_schema``, as the current version."""
+    return _current(_parquet_header(arrow_schema, source)[0])
+
+
+def _parquet_header(arrow_schema: Any, source: str) -> tuple[HistoryMeta, bytes]:
+    """The header of a history Parquet file (of the file's schema version), and its bytes."""
     metadata = arrow_schema.metadata or {}
     raw = metadata.get(PARQUET_METADATA_KEY)
     if raw is None:
@@ -398,7 +518,7 @@ def _parquet_meta(arrow_schema: Any, source: str) -> HistoryMeta:
         )
     where = f"{source}: header ({PARQUET_METADATA_KEY.decode()} metadata)"
     text = _decode_line(bytes(raw), where)
-    return _meta_from_json(_parse_json(text, where, truncated=False), where)
+    return _meta_from_json(_parse_json(text, where, truncated=False), where), bytes(raw)
 
 
 def _check_parquet_columns(pa: Any, arrow_schema: Any, source: str) -> None:
