@@ -300,6 +300,7 @@ class KafkaApp:
             partitions=len(inputs) * partitions,
             sinks={t: log_sink() for t in (*outputs, *(e.sink for e in chosen))},
             offset_sync=True,  # committed offsets live on the brokers: a machine crash keeps them
+            names=tuple(f"{t}[{p}]" for t in inputs for p in range(partitions)),
         )
         self.app_args = tuple(argv)
         scripted = self._target.attribute is None or bool(argv)
@@ -316,6 +317,19 @@ class KafkaApp:
     def lineage(self) -> str:
         """How this app's outputs are attributed to inputs, for reports."""
         return describe_lineage(self.wiring.lineage)
+
+    @property
+    def effects(self) -> str:
+        """The effects outside Kafka that are checked, for reports ('' when none)."""
+        return "; ".join(f"{e.sink}: {e.describe()}" for e in self.wiring.effects)
+
+    def replay_spec(self) -> dict[str, Any] | None:
+        """How the engine makes this application again for a replay file (None: it cannot,
+        a lineage or encoder function is not importable)."""
+        from harness.kafka._spec import FACTORY, to_spec
+
+        spec = to_spec(self, _EnvironReads.names)
+        return None if spec is None else {"factory": FACTORY, "args": spec}
 
     def __repr__(self) -> str:
         target = self._target
