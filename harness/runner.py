@@ -459,7 +459,7 @@ def explore(
             topology,
             backend,
             fault_set(faults),
-            seed,
+            seed + len(problems.known),  # a search after a failure draws other schedules
             failures_dir,
             limit=limit,
             total=max_examples,
@@ -566,7 +566,10 @@ class _Search:
             return
         # the fault points are the same on every backend: probe and plan on the fast one
         self.plan = plan(self.processor, self.topology, self.faults, budget=self.limit)
-        for planned in self.plan.schedules[:limit]:
+        for index, planned in enumerate(self.plan.schedules[:limit]):
+            if index < self.problems.resume:  # an earlier search ran it: passed or known
+                continue
+            self.problems.resume = index + 1
             self.ran += 1
             self.planned_ran += 1
             history, verdict = self.run(planned.schedule)

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from harness.effects import EffectSource, sources_of
-from harness.errors import ConfigError
+from harness._shown import describe_exception
+from harness.errors import ConfigError, HarnessError
 from harness.kafka._broker import Broker, Encoder, Runtime, Wiring, json_values
 from harness.kafka.lineage import Lineage, describe_lineage
 from harness.sim.context import Context
@@ -242,6 +243,24 @@ def _signal_handler(saved: dict[Any, Any]) -> Callable[[], bool]:
     return call
 
 
+class AppStartupError(ConfigError):
+    """The application failed before its first Kafka call when the run first started it: it
+    cannot start at all (an import that raises, a missing module, bad arguments), so no
+    schedule is tried."""
+
+    def __init__(self, app: KafkaApp, exc: BaseException) -> None:
+        import traceback
+
+        frames = traceback.extract_tb(exc.__traceback__)
+        mine = [f for f in frames if f.filename == app._target.file]
+        where = f" at {Path(mine[-1].filename).name}:{mine[-1].lineno}" if mine else ""
+        super().__init__(
+            f"{app!r} failed to start, before its first Kafka call: "
+            f"{describe_exception(exc)}{where}; fix it so that it starts (run it with python "
+            "to see the traceback)"
+        )
+
+
 class KafkaApp:
     """A processor running unchanged Kafka client code (see the module docstring).
 
@@ -352,8 +371,10 @@ class KafkaApp:
         rt.shutdown_handler = _signal_handler(_Session.saved.get("signals", {}))
         rt.register()
         try:
+            first = rt.inst.number == 1
             for _ in self._runs(rt):
-                self._run_once()
+                self._run_once(rt, first)
+                first = False
         finally:
             if effects is not None:
                 effects.end(rt.inst, crashed=rt.inst.dead)
@@ -375,7 +396,20 @@ class KafkaApp:
                 except KeyboardInterrupt:
                     return
 
-    def _run_once(self) -> None:
+    def _run_once(self, rt: Runtime, first: bool) -> None:
+        """Run the application once; on the run's first start, a failure before its first
+        Kafka call is an :class:`AppStartupError`, not a processor error."""
+        calls = rt.sim.calls
+        try:
+            self._execute()
+        except HarnessError:
+            raise
+        except Exception as exc:
+            if first and rt.sim.calls == calls and not rt.inst.dead:
+                raise AppStartupError(self, exc) from None
+            raise
+
+    def _execute(self) -> None:
         target = self._target
         module = types.ModuleType(target.module)
         module.__file__ = target.file

@@ -98,6 +98,9 @@ class Problems:
     """The problems found so far, and the test a later failure passes to be new."""
 
     known: list[Problem] = field(default_factory=list)
+    resume: int = 0
+    """How many of the systematic phase's planned schedules the searches have run (each
+    passed, or failed with a known problem): a later search starts after them."""
 
     def add(self, schedule: Schedule, verdict: Verdict) -> Problem:
         problem = Problem(verdict.status, kinds_of(verdict), root_faults(schedule))
