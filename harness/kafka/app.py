@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
-from harness.effects import EffectSource, sources_of
 from harness._shown import describe_exception
+from harness.effects import EffectSource, sources_of
 from harness.errors import ConfigError, HarnessError
 from harness.kafka._broker import Broker, Encoder, Runtime, Wiring, json_values
 from harness.kafka.lineage import Lineage, describe_lineage

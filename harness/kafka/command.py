@@ -229,9 +229,7 @@ def _app(args: argparse.Namespace, app_args: Sequence[str]) -> Any:
     from harness.effects import parse_by, parse_effect
     from harness.kafka import KafkaApp
 
-    effects = [
-        parse_effect(spec, None if by is None else parse_by(by)) for spec, by in args.effect
-    ]
+    effects = [parse_effect(spec, None if by is None else parse_by(by)) for spec, by in args.effect]
     return KafkaApp(
         args.app,
         inputs=args.input,
