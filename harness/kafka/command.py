@@ -22,10 +22,9 @@ from typing import Any, NoReturn
 
 from harness.check import Status
 from harness.errors import ConfigError, HarnessError
+from harness.search.problems import DEFAULT_MAX_PROBLEMS
 
 __all__ = ["add_arguments", "main", "run"]
-
-DEFAULT_MAX_PROBLEMS = 5
 
 
 class _EffectAction(argparse.Action):

@@ -37,7 +37,11 @@ from harness.faults.schedule import (
     Truncate,
 )
 
-__all__ = ["Problem", "Problems", "fault_of", "root_faults"]
+__all__ = ["DEFAULT_MAX_PROBLEMS", "Problem", "Problems", "fault_of", "root_faults"]
+
+DEFAULT_MAX_PROBLEMS: Final = 5
+"""How many distinct problems the command line and the pytest plugin look for by default
+(``explore`` itself stops at the first unless told otherwise)."""
 
 Run = Callable[[Schedule], Verdict]
 
