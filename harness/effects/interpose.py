@@ -100,9 +100,12 @@ def _connect(database: Any, *args: Any, **kwargs: Any) -> Any:
     if "factory" in kwargs or len(args) >= 4:  # the application's own connection class
         connection = original(target, *args, **kwargs)
     else:
+        if session.wait is not None and not args:  # lock waits take turns, not seconds
+            kwargs["timeout"] = 0
         connection = original(target, *args, factory=CrashConnection, **kwargs)
         connection.harness_process = process
         connection.harness_fault = session.fault_point
+        connection.harness_wait = session.wait
     session.track(process, connection)
     return connection
 

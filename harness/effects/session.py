@@ -39,6 +39,12 @@ PIPE_BUFFER: Final = 8192
 """Bytes a block-buffered standard stream holds before it writes (CPython's default)."""
 
 
+_MEMORY_DIR: Final = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+"""Where the runs' directories go: memory when the system has it. A run's crashes are the
+harness's model (what a process held is dropped), not the disk's, so nothing is lost by it,
+and a SQLite commit's fsync costs nothing there (hundreds of runs per search)."""
+
+
 class Process(Protocol):
     """The door's handle on one process of the application."""
 
@@ -83,16 +89,29 @@ class _CrashBuffered(io.BufferedWriter):
 
 class _CrashCursor(sqlite3.Cursor):
     def execute(self, *args: Any, **kwargs: Any) -> Any:
-        _refuse(self.connection, "execute")
-        return super().execute(*args, **kwargs)
+        return _statement(self.connection, "execute", super().execute, args, kwargs)
 
     def executemany(self, *args: Any, **kwargs: Any) -> Any:
-        _refuse(self.connection, "executemany")
-        return super().executemany(*args, **kwargs)
+        return _statement(self.connection, "executemany", super().executemany, args, kwargs)
 
     def executescript(self, *args: Any, **kwargs: Any) -> Any:
-        _refuse(self.connection, "executescript")
-        return super().executescript(*args, **kwargs)
+        return _statement(self.connection, "executescript", super().executescript, args, kwargs)
+
+
+def _statement(connection: Any, call: str, run: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+    """A statement of ``connection``: a fault point, then run; while another process holds
+    the database's lock, the door lets the others run (the connection does not busy-wait:
+    the simulated processes take turns, so the holder could never finish meanwhile)."""
+    _refuse(connection, call)
+    while True:
+        try:
+            return run(*args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            wait = getattr(connection, "harness_wait", None)
+            if wait is None or "locked" not in str(exc):
+                raise
+            wait()
+            _refuse(connection, call)
 
 
 def _refuse(connection: Any, call: str) -> None:
@@ -109,29 +128,26 @@ class CrashConnection(sqlite3.Connection):
 
     harness_process: Process | None = None
     harness_fault: FaultPoint | None = None
+    harness_wait: Callable[[], None] | None = None
 
     def cursor(self, factory: Any = _CrashCursor) -> Any:
         return super().cursor(factory)
 
     def execute(self, *args: Any, **kwargs: Any) -> Any:
-        _refuse(self, "execute")
-        return super().execute(*args, **kwargs)
+        return _statement(self, "execute", super().execute, args, kwargs)
 
     def executemany(self, *args: Any, **kwargs: Any) -> Any:
-        _refuse(self, "executemany")
-        return super().executemany(*args, **kwargs)
+        return _statement(self, "executemany", super().executemany, args, kwargs)
 
     def executescript(self, *args: Any, **kwargs: Any) -> Any:
-        _refuse(self, "executescript")
-        return super().executescript(*args, **kwargs)
+        return _statement(self, "executescript", super().executescript, args, kwargs)
 
     def commit(self) -> None:
         if self.harness_process is not None and self.harness_process.dead:
             super().rollback()
             return
-        if self.harness_fault is not None and self.in_transaction:
-            self.harness_fault("effect.sqlite.commit")
-        super().commit()
+        if self.in_transaction:
+            _statement(self, "commit", super().commit, (), {})
 
     def close(self) -> None:
         if self.harness_process is not None and self.harness_process.dead:
@@ -144,11 +160,16 @@ class EffectSession:
     """The effects of one run (see the module docstring). Close it when the run is over."""
 
     def __init__(
-        self, sources: Sequence[EffectSource], fault_point: FaultPoint | None = None
+        self,
+        sources: Sequence[EffectSource],
+        fault_point: FaultPoint | None = None,
+        wait: Callable[[], None] | None = None,
     ) -> None:
         self.sources = tuple(sources)
         self.fault_point = fault_point or _no_fault
-        self._tmp = tempfile.TemporaryDirectory(prefix="harness-effects-")
+        self.wait = wait
+        """The door's way to let the other processes run while this one waits for a lock."""
+        self._tmp = tempfile.TemporaryDirectory(prefix="harness-effects-", dir=_MEMORY_DIR)
         self.root = Path(self._tmp.name)
         self._map: list[tuple[str, str]] = []
         for number, source in enumerate(self.sources):

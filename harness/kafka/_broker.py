@@ -137,6 +137,14 @@ def _effect_point(point: str) -> None:
         rt.enter(point)
 
 
+def _wait_turn() -> None:
+    """The application waits for a lock another process holds: the others run meanwhile."""
+    rt = _RUNTIMES.get(greenlet.getcurrent())
+    if rt is None:
+        raise RuntimeError("a lock wait outside a harness run")
+    rt.park()
+
+
 class Runtime:
     """One processor instance's link to the simulator and the broker."""
 
@@ -211,7 +219,7 @@ class Broker:
         """Partitions whose position an offset reset has resolved at least once."""
         self.effects: EffectSession | None = None
         if wiring.effects:
-            self.effects = EffectSession(wiring.effects, _effect_point)
+            self.effects = EffectSession(wiring.effects, _effect_point, _wait_turn)
             world.before_observe.append(self._observe_effects)
             world.on_close.append(self.effects.close)
 
