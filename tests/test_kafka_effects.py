@@ -308,3 +308,15 @@ def test_environment_variables_read_by_the_app_are_kept_for_replays(
     assert spec is not None
     assert spec["args"]["env"]["BUGGY_FLUSH"] == "1"
     assert spec["args"]["env"]["ORDERS_CSV"].endswith("orders.csv")
+
+
+def test_a_function_target_gets_the_arguments_given_after_the_separator() -> None:
+    app = KafkaApp(
+        f"{APPS / 'main_args.py'}:main",
+        inputs=["orders"],
+        argv=["--topic", "orders", "--prefix", "shipped"],
+        effects=[stdout_lines(pattern=r"^shipped .*")],
+    )
+    history, verdict = _run(app, Produce(count=2), Run(calls=30))
+    assert verdict.status is Status.VALID, verdict.summary()
+    assert sorted(_observed(history, "stdout")) == ["r0", "r1"]

@@ -168,3 +168,39 @@ def test_a_script_that_raises_on_import_is_one_startup_error(tmp_path: Path) -> 
     assert found.stderr.count("\n") == 1, found.stderr  # one line, no retries, no traceback
     assert "failed to start" in found.stderr and "broken.py:3" in found.stderr
     assert not (tmp_path / ".harness").exists()  # no replay file for an empty schedule
+
+
+def test_a_kafka_replay_keeps_the_environment_the_app_read(tmp_path: Path) -> None:
+    command = [
+        "kafka",
+        str(APPS / "file_writer.py"),
+        "--guarantee",
+        "at-least-once",
+        "--input",
+        "orders",
+        "--effect",
+        "file:orders.csv",
+        "--by",
+        r"pattern=^(\d+),",
+        "--value-template",
+        TEMPLATE,
+        "--max-problems",
+        "1",
+        "--failures-dir",
+        "failures",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ORDERS_CSV": "orders.csv", "BUGGY_FLUSH": "1"}
+    found = subprocess.run(
+        [sys.executable, "-m", "harness", *command],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+    )
+    assert found.returncode == 1, found.stdout + found.stderr
+    assert not (tmp_path / "orders.csv").exists()
+    [file] = (tmp_path / "failures").glob("*.json")
+    assert json.loads(file.read_text())["factory"]["args"]["env"]["BUGGY_FLUSH"] == "1"
+    # replayed without those variables in the environment: the file brings them back
+    assert _replays_and_renders(tmp_path / "failures", tmp_path) == 1
