@@ -283,7 +283,7 @@ def _print_json(
     replayed: Any = None,
     result: Any = None,
 ) -> None:
-    from harness.cli._common import print_output
+    from harness.report.json_report import render_output
     from harness.search.coverage import Coverage
 
     first = failures[0] if failures else None
@@ -297,7 +297,7 @@ def _print_json(
         for f in failures
     ]
     coverage = (first or result).coverage if (first or result) is not None else None
-    print_output(
+    text = render_output(
         "kafka",
         status,
         summary,
@@ -319,6 +319,7 @@ def _print_json(
         coverage=(coverage or Coverage()).to_json(),
         problems=problems,
     )
+    print(text)
 
 
 def _explore(args: argparse.Namespace, app: Any, argv: Sequence[str]) -> int:
