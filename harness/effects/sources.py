@@ -47,6 +47,7 @@ __all__ = [
     "StreamLines",
     "effect_from_json",
     "file_lines",
+    "load_named",
     "parse_by",
     "parse_effect",
     "sources_of",
@@ -129,16 +130,7 @@ class By:
         if callable(function):
             return function
         assert isinstance(function, str)
-        module, _, name = function.partition(":")
-        try:
-            found: Any = importlib.import_module(module)
-            for part in name.split("."):
-                found = getattr(found, part)
-        except (ImportError, AttributeError, ValueError) as exc:
-            raise ConfigError(
-                f"cannot load effect function {shown(function)}: {exc}; give module:function "
-                "importable from here"
-            ) from None
+        found = load_named(function, "effect function")
         if not callable(found):
             raise ConfigError(f"effect function {shown(function)} is not callable")
         return found  # type: ignore[no-any-return]
@@ -187,6 +179,21 @@ class By:
             function = _qualified(function)
         data = {"column": self.column, "pattern": self.pattern, "function": function}
         return {k: v for k, v in data.items() if v is not None}
+
+
+def load_named(name: str, what: str) -> Any:
+    """The object ``module:qualname`` names; a :class:`ConfigError` naming ``what`` if none."""
+    module, _, qualname = name.partition(":")
+    try:
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError(
+            f"cannot load the {what} {shown(name)}: {exc}; give module:name, importable from "
+            "here (on PYTHONPATH)"
+        ) from None
+    return found
 
 
 def _qualified(function: Callable[..., Any]) -> str:

@@ -10,13 +10,12 @@ holds those values.
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from harness._shown import shown
-from harness.effects import effect_from_json
+from harness.effects.sources import effect_from_json, load_named
 from harness.errors import ConfigError
 from harness.kafka._broker import json_values, text_values
 from harness.kafka.payloads import Payloads
@@ -38,20 +37,6 @@ def _importable(function: Callable[..., Any] | None) -> str | None:
     if not module or module == "__main__" or "<" in qualname:
         return None
     return f"{module}:{qualname}"
-
-
-def _load(name: str, what: str) -> Any:
-    module, _, qualname = name.partition(":")
-    try:
-        found: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            found = getattr(found, part)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ConfigError(
-            f"cannot load the {what} {shown(name)} of the replay file: {exc}; run the replay "
-            "where the application's modules import"
-        ) from None
-    return found
 
 
 def _encoder(encode: Any) -> dict[str, Any] | None:
@@ -106,7 +91,7 @@ def _decoder(data: Mapping[str, Any]) -> Any:
     if kind == "payloads":
         return Payloads.from_json(data)
     if kind == "function" and isinstance(data.get("name"), str):
-        return _load(data["name"], "input encoder")
+        return load_named(data["name"], "input encoder")
     raise ConfigError(f"unknown input encoding {shown(dict(data))} in the replay file")
 
 
@@ -127,7 +112,7 @@ def from_spec(data: Mapping[str, Any]) -> KafkaApp:
             argv=data.get("argv", ()),
             env=data.get("env") or {},
             group=data.get("group"),
-            lineage=None if lineage is None else _load(lineage, "lineage function"),
+            lineage=None if lineage is None else load_named(lineage, "lineage function"),
             encode=_decoder(data.get("encode") or {"kind": "json"}),
             effects=[effect_from_json(e) for e in data.get("effects", ())],
             backlog_owed=data.get("backlog_owed", True),

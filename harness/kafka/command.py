@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import importlib
 import shlex
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from harness.check import Status
+from harness.effects.sources import load_named
 from harness.errors import ConfigError, HarnessError
 from harness.search.problems import DEFAULT_MAX_PROBLEMS
 
@@ -178,17 +178,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
-def _load(spec: str, what: str) -> Any:
-    module, _, name = spec.partition(":")
-    try:
-        found: Any = importlib.import_module(module)
-        for part in name.split("."):
-            found = getattr(found, part)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ConfigError(f"cannot load {what} {spec!r}: {exc}") from None
-    return found
-
-
 def _encoder(args: argparse.Namespace) -> Any:
     from harness.kafka import json_values, text_values
     from harness.kafka.payloads import from_strategy, sample_file, template
@@ -206,7 +195,7 @@ def _encoder(args: argparse.Namespace) -> Any:
     if args.sample is not None:
         return sample_file(args.sample, key)
     if args.value_strategy is not None:
-        strategy = _load(args.value_strategy, "value strategy")
+        strategy = load_named(args.value_strategy, "value strategy")
         return from_strategy(strategy() if callable(strategy) else strategy, key=key)
     if args.key_template is not None:
         body = '{"id":"{id}","key":"{key}","value":{value}}'
@@ -236,7 +225,7 @@ def _app(args: argparse.Namespace, app_args: Sequence[str]) -> Any:
         unchecked=args.unchecked_topic,
         partitions=args.partitions,
         argv=app_args,
-        lineage=None if args.lineage is None else _load(args.lineage, "lineage function"),
+        lineage=None if args.lineage is None else load_named(args.lineage, "lineage function"),
         group=args.group,
         encode=_encoder(args),
         show_output=args.show_output,
