@@ -34,7 +34,7 @@ from harness.strategies.schedules import ALL_FAULTS, Fault, schedules
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 0.5
-P = "in-0"
+P = "orders[0]"  # the Kafka door names input partitions by topic
 
 
 def ctx_consumer(ctx: Context) -> None:
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     app = KafkaApp(
         "scenarios.kafka_apps.manual_commit:correct", inputs=["orders"], outputs=["receipts"]
     )
-    topology = Topology(sinks={"receipts": log_sink()}, offset_sync=True)
+    topology = Topology(sinks={"receipts": log_sink()}, offset_sync=True, names=(P,))
     assert topology == app.topology
     drawn = draw(args.examples, topology)
     for processor in (ctx_consumer, app):  # warm up: imports, compiled module
