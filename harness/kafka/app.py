@@ -221,7 +221,7 @@ class _EnvironReads(os._Environ):  # type: ignore[type-arg]
 
     @classmethod
     def start(cls) -> None:
-        if type(os.environ) is not cls:
+        if type(os.environ) is os._Environ:  # not when something replaced it: no notes
             cls._plain = type(os.environ)
             os.environ.__class__ = cls
 
