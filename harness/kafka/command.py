@@ -236,7 +236,7 @@ def _app(args: argparse.Namespace, app_args: Sequence[str]) -> Any:
 
 
 def _heading(app: Any) -> list[str]:
-    lines = [f"lineage: {app.lineage}"]
+    lines = [f"lineage: {app.lineage}"] if app.wiring.outputs else []
     if app.effects:
         lines.append(f"effects: {app.effects}")
     return lines

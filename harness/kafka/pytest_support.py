@@ -93,6 +93,7 @@ class KafkaExplorer:
                 max_problems=max_problems,
             )
         except CounterexampleFound as found:
-            effects_line = f"\neffects: {app.effects}" if app.effects else ""
-            found.args = (f"{found.args[0]}\nlineage: {app.lineage}{effects_line}",)
+            lines = [f"lineage: {app.lineage}"] if outputs else []
+            lines += [f"effects: {app.effects}"] if app.effects else []
+            found.args = ("\n".join([found.args[0], *lines]),)
             raise found.with_traceback(None) from None
