@@ -39,7 +39,7 @@ from harness.strategies.schedules import ALL_FAULTS, Fault, schedules
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent
 TARGET = 0.5
-P = "in-0"
+P = "orders[0]"  # the Kafka door names input partitions by topic
 
 
 def ctx_consumer(ctx: Context) -> None:
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         inputs=["orders"],
         outputs=["receipts"],
     )
-    topology = Topology(sinks={"receipts": log_sink()}, offset_sync=True)
+    topology = Topology(sinks={"receipts": log_sink()}, offset_sync=True, names=(P,))
     assert topology == app.topology == aio.topology
     drawn = draw(args.examples, topology)
     for processor in (ctx_consumer, app, aio):  # warm up: imports, compiled module

@@ -624,9 +624,11 @@ class Explorer:
         max_examples: int | None = None,
         max_steps: int | None = None,
         seed: int | None = None,
+        max_problems: int | None = None,
     ) -> Exploration:
         __tracebackhide__ = True
         from harness.runner import CounterexampleFound, explore  # the engine, on first use
+        from harness.search.problems import DEFAULT_MAX_PROBLEMS
 
         s = self.settings
         backend = backend or s.backend or "memory"
@@ -647,6 +649,7 @@ class Explorer:
                     seed=s.seed if seed is None else seed,
                     failures_dir=self._failures_dir(),
                     budget=s.run_budget,
+                    max_problems=DEFAULT_MAX_PROBLEMS if max_problems is None else max_problems,
                 )
             self._user_properties.append((_COVERAGE_PROPERTY, result.summary()))
             return result

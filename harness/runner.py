@@ -38,6 +38,7 @@ from harness.history.events import History
 from harness.report.subject import ProcessorError
 from harness.rerun import rerun
 from harness.search.coverage import Coverage
+from harness.search.problems import Problems
 from harness.search.systematic import Plan, coverage, plan
 from harness.sim.budget import TIME_RAN_OUT, RunBudget, run_budget
 from harness.sim.exits import Guard, ProcessExit
@@ -57,6 +58,7 @@ __all__ = [
     "default_seed",
     "explore",
     "load_processor",
+    "make_processor",
     "replay",
     "run_once",
 ]
@@ -78,9 +80,13 @@ class Replay:
     schedule: Schedule
     processor_file: str | None = None
     seed: int | None = None
+    factory: Mapping[str, Any] | None = None
+    """How to make the processor again when it is not importable by name (a door's
+    application: ``{"factory": "module:function", "args": {...}}``, see
+    :func:`make_processor`); written only when set."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "harness_replay": REPLAY_VERSION,
             "processor": self.processor,
             "processor_file": self.processor_file,
@@ -90,6 +96,9 @@ class Replay:
             "topology": self.topology.to_json(),
             "schedule": self.schedule.to_json(),
         }
+        if self.factory is not None:
+            data["factory"] = dict(self.factory)
+        return data
 
     @classmethod
     def from_json(cls, data: object, where: str = "replay file") -> Replay:
@@ -122,6 +131,16 @@ class Replay:
             raise ConfigError(f"{where}: processor_file must be a path or null, got {shown(file)}")
         if seed is not None and type(seed) is not int:
             raise ConfigError(f"{where}: seed must be an integer or null, got {shown(seed)}")
+        factory = data.get("factory")
+        if factory is not None and (
+            not isinstance(factory, Mapping)
+            or not isinstance(factory.get("factory"), str)
+            or not isinstance(factory.get("args"), Mapping)
+        ):
+            raise ConfigError(
+                f"{where}: factory must be an object with 'factory' ('module:function') and "
+                f"'args', got {shown(factory)}"
+            )
         return cls(
             processor=processor,
             guarantee=guarantee,
@@ -130,6 +149,7 @@ class Replay:
             schedule=Schedule.from_json(data.get("schedule")),
             processor_file=file,
             seed=seed,
+            factory=factory,
         )
 
     @classmethod
@@ -207,6 +227,19 @@ def load_processor(path: str, file: str | None = None) -> Processor:
     if not callable(obj):
         raise ConfigError(f"processor {shown(path)} is {shown(obj)}, not callable")
     return obj  # type: ignore[no-any-return]
+
+
+def make_processor(factory: Mapping[str, Any]) -> Processor:
+    """The processor a replay file's ``factory`` describes: ``factory["factory"]`` (a
+    ``module:function``) called with ``factory["args"]``."""
+    name = factory["factory"]
+    module_name, _, function_name = str(name).partition(":")
+    try:
+        function = getattr(importlib.import_module(module_name), function_name)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"cannot load the replay file's factory {shown(name)}: {exc}") from None
+    processor: Processor = function(factory["args"])
+    return processor
 
 
 def _is_file(file: str) -> bool:
@@ -294,7 +327,10 @@ def replay(
 ) -> tuple[History, Verdict]:
     """Run a saved schedule again (no Hypothesis involved) and check it."""
     spec = source if isinstance(source, Replay) else Replay.load(source)
-    processor = load_processor(spec.processor, spec.processor_file)
+    if spec.factory is not None:
+        processor = make_processor(spec.factory)
+    else:
+        processor = load_processor(spec.processor, spec.processor_file)
     topology, backend = spec.topology, spec.backend
     history, verdict = run_once(
         processor,
@@ -364,11 +400,21 @@ class Failure:
 
 class CounterexampleFound(HarnessError, AssertionError):
     """``explore`` found a schedule under which the guarantee does not hold (or cannot be
-    judged); ``failure`` has the details and ``str()`` is the report."""
+    judged); ``failure`` has the details and ``str()`` is the report. ``failures`` is every
+    distinct problem found (``failure`` first; more with ``max_problems``)."""
 
-    def __init__(self, failure: Failure) -> None:
-        super().__init__(failure.report())
+    def __init__(self, failure: Failure, others: Iterable[Failure] = ()) -> None:
         self.failure = failure
+        self.failures = (failure, *others)
+        if len(self.failures) == 1:
+            super().__init__(failure.report())
+            return
+        count = len(self.failures)
+        parts = [
+            f"problem {number} of {count}:\n{one.report()}"
+            for number, one in enumerate(self.failures, 1)
+        ]
+        super().__init__(f"{count} distinct problems found\n\n" + "\n\n".join(parts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -418,6 +464,7 @@ def explore(
     failures_dir: str | os.PathLike[str] | None = DEFAULT_FAILURES_DIR,
     systematic: bool = True,
     budget: RunBudget | None = None,
+    max_problems: int = 1,
 ) -> Exploration:
     """Run ``processor`` under up to ``max_examples`` schedules; raise on a failure.
 
@@ -433,7 +480,10 @@ def explore(
     carries the fault coverage the search achieved. ``budget`` bounds every run
     (:class:`~harness.sim.budget.RunBudget`, default 1,000,000 calls and 60 s); a run over it
     ends UNKNOWN, and when it ran out of time the runs that shrink it get at most
-    ``SHRINK_SECONDS`` (1 s) each.
+    ``SHRINK_SECONDS`` (1 s) each. ``max_problems`` > 1 keeps searching after a failure, with
+    the same budget each time, for failures that are another problem (another anomaly kind,
+    or the same kind for another root fault: :mod:`harness.search.problems`), each shrunk and
+    saved on its own; :class:`CounterexampleFound` then carries them all in ``failures``.
     """
     from harness.faults.kinds import fault_set
     from harness.search.profiles import profile
@@ -450,27 +500,60 @@ def explore(
         raise ConfigError(f"max_examples must be an int >= 1, got {shown(max_examples)}")
     if type(systematic) is not bool:
         raise ConfigError(f"systematic must be True or False, got {shown(systematic)}")
+    if type(max_problems) is not int or max_problems < 1:
+        raise ConfigError(f"max_problems must be an int >= 1, got {shown(max_problems)}")
     name = processor_path(processor)
     seed = default_seed(name) if seed is None else seed
     if type(seed) is not int:
         raise ConfigError(f"seed must be an int, got {shown(seed)}")
     if failures_dir is not None:  # before the search: a counterexample needs a place to go
         writable(failures_dir, "the failures directory", directory=True)
-    search = _Search(
-        processor,
-        name,
-        guarantee,
-        topology,
-        backend,
-        fault_set(faults),
-        seed,
-        failures_dir,
-        limit=limit,
-        total=max_examples,
-    )
-    search.systematic(max_examples * 3 // 4 if systematic else 0)
-    search.drawn(max_examples - search.ran, max_steps)
-    return Exploration(name, guarantee, search.ran, seed, search.coverage())
+
+    def search(problems: Problems) -> _Search:
+        found = _Search(
+            processor,
+            name,
+            guarantee,
+            topology,
+            backend,
+            fault_set(faults),
+            seed + len(problems.known),  # a search after a failure draws other schedules
+            failures_dir,
+            limit=limit,
+            total=max_examples,
+            problems=problems,
+        )
+        found.systematic(max_examples * 3 // 4 if systematic else 0)
+        found.drawn(max_examples - found.ran, max_steps)
+        return found
+
+    done = _every_problem(search, max_problems)
+    return Exploration(name, guarantee, done.ran, seed, done.coverage())
+
+
+def _every_problem(search: Callable[[Problems], _Search], max_problems: int) -> _Search:
+    """Search again after each failure, for problems not found yet, up to ``max_problems``;
+    raise them all, or return the passing search."""
+    problems = Problems()
+    found: list[Failure] = []
+    while True:
+        try:
+            done = search(problems)
+        except CounterexampleFound as failed:
+            found.append(failed.failure)
+            problems.add(failed.failure.schedule, failed.failure.verdict)
+            if len(found) < max_problems and not _ran_out(failed.failure.verdict):
+                continue
+            raise CounterexampleFound(found[0], found[1:]) from None
+        if found:
+            raise CounterexampleFound(found[0], found[1:])
+        return done
+
+
+def _ran_out(verdict: Verdict) -> bool:
+    """Whether a failure is a run out of time: a processor that hangs would spend the whole
+    run budget again in every further search, so none is started."""
+    return any(TIME_RAN_OUT in reason for reason in verdict.reasons)
 
 
 class _Search:
@@ -489,6 +572,7 @@ class _Search:
         *,
         limit: RunBudget,
         total: int,
+        problems: Problems | None = None,
     ) -> None:
         self.processor, self.name, self.guarantee = processor, name, guarantee
         self.topology, self.backend, self.faults = topology, backend, faults
@@ -503,6 +587,8 @@ class _Search:
         self.limit = limit
         """What each run may spend (shorter for shrinking a run that ran out of time)."""
         self.started = time.perf_counter()
+        self.problems = problems or Problems()
+        """The problems found by earlier searches: a failure showing one of them is not one."""
 
     def run(self, schedule: Schedule) -> tuple[History, Verdict]:
         return run_once(
@@ -514,10 +600,18 @@ class _Search:
             budget=self.limit,
         )
 
-    def searched(self, history: History, verdict: Verdict, shrinking: bool) -> bool:
-        """Count one search run, report progress; True if it failed (the first failure sets
-        the budget of the shrinking runs that follow)."""
-        failed = verdict.status is not Status.VALID
+    def is_new(self, schedule: Schedule, verdict: Verdict) -> bool:
+        """Whether a failing run is not a problem an earlier search found."""
+        return not self.problems.known or self.problems.is_new(
+            schedule, verdict, lambda again: self.run(again)[1]
+        )
+
+    def searched(
+        self, schedule: Schedule, history: History, verdict: Verdict, shrinking: bool
+    ) -> bool:
+        """Count one search run, report progress; True if it failed with a problem not known
+        yet (the first failure sets the budget of the shrinking runs that follow)."""
+        failed = verdict.status is not Status.VALID and self.is_new(schedule, verdict)
         if failed and not shrinking and self.failures == 0:
             self.limit = self.limit.for_shrinking(history.events[-1].detail)
         self.failures += failed
@@ -538,11 +632,14 @@ class _Search:
         self.plan = plan(self.processor, self.topology, self.faults, budget=self.limit)
         # a processor that hangs without faults hangs under them: a second a run is enough
         self.limit = self.limit.for_shrinking(self.plan.ran_out)
-        for planned in self.plan.schedules[:limit]:
+        for index, planned in enumerate(self.plan.schedules[:limit]):
+            if index < self.problems.resume:  # an earlier search ran it: passed or known
+                continue
+            self.problems.resume = index + 1
             self.ran += 1
             self.planned_ran += 1
             history, verdict = self.run(planned.schedule)
-            if self.searched(history, verdict, shrinking=False):
+            if self.searched(planned.schedule, history, verdict, shrinking=False):
                 self.fail(planned.schedule, verdict, self.ran, time.perf_counter() - self.started)
 
     def drawn(self, budget: int, max_steps: int) -> None:
@@ -581,7 +678,7 @@ class _Search:
             history, verdict = self.run(schedule)
             if targeted and found["first"] is None:
                 hypothesis.target(novelty.score(history), label="novel fault points")
-            if self.searched(history, verdict, shrinking=found["first"] is not None):
+            if self.searched(schedule, history, verdict, shrinking=found["first"] is not None):
                 if found["first"] is None:
                     found["first"] = (self.ran, time.perf_counter() - self.started)
                 found["last"] = (schedule, verdict)
@@ -602,7 +699,11 @@ class _Search:
 
         def still_fails(candidate: Schedule) -> bool:
             _, again = self.run(candidate)
-            return again.status is verdict.status and _failing_kinds(again) == kinds
+            return (
+                again.status is verdict.status
+                and _failing_kinds(again) == kinds
+                and self.is_new(candidate, again)
+            )
 
         schedule = simplify(schedule, still_fails)
         history, verdict = self.run(schedule)
@@ -627,6 +728,7 @@ class _Search:
             schedule,
             _source_file(self.processor),
             self.seed,
+            _factory(self.processor),
         )
         replay_file, note = None, None
         if self.failures_dir is not None:
@@ -668,6 +770,12 @@ def _guarantee(guarantee: object) -> Guarantee:
 
 def _failing_kinds(verdict: Verdict) -> frozenset[str]:
     return frozenset(anomaly.kind.value for anomaly in verdict.anomalies)
+
+
+def _factory(processor: Processor) -> Mapping[str, Any] | None:
+    """The processor's own recipe for a replay file (``replay_spec()``), if it has one."""
+    replay_spec = getattr(processor, "replay_spec", None)
+    return replay_spec() if callable(replay_spec) else None
 
 
 def _source_file(processor: Processor) -> str | None:

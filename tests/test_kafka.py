@@ -111,13 +111,10 @@ def test_a_script_runs_with_its_arguments() -> None:
     ]
 
 
-def test_a_script_with_bad_arguments_dies_with_its_usage_message() -> None:
+def test_a_script_with_bad_arguments_is_one_startup_error_with_its_usage_message() -> None:
     app = KafkaApp(SCRIPT, inputs=["in"], outputs=["out"], argv=["-b", "x"])
-    _, verdict = harness.run_once(
-        app, Schedule([Run(calls=5)]), "at-least-once", topology=app.topology
-    )
-    assert verdict.status is Status.UNKNOWN
-    assert "exited with status 2" in verdict.reasons[0]
+    with pytest.raises(ConfigError, match=r"failed to start.*exited with status 2.*required"):
+        harness.run_once(app, Schedule([Run(calls=5)]), "at-least-once", topology=app.topology)
 
 
 @pytest.mark.parametrize("function", ["base64_values", "upper_values"])

@@ -92,6 +92,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=".harness/failures",
         help="where failing schedules are saved for replay (default .harness/failures)",
     )
+    parser.add_argument(
+        "--max-problems",
+        type=int,
+        default=None,
+        help="for a processor of yours: distinct problems to look for (default 5; 1: stop at "
+        "the first failure)",
+    )
 
 
 def _scenarios(args: argparse.Namespace) -> list[Scenario] | None:
@@ -211,6 +218,7 @@ def _run_processor(
     from harness._progress import watching
     from harness.report.live import LiveProgress, emit
     from harness.runner import CounterexampleFound, explore, load_processor
+    from harness.search.problems import DEFAULT_MAX_PROBLEMS
     from harness.sim.topology import Topology
 
     if len(args.targets) != 1:
@@ -253,6 +261,7 @@ def _run_processor(
                 seed=args.seed,
                 failures_dir=args.failures_dir,
                 budget=budget,
+                max_problems=args.max_problems or DEFAULT_MAX_PROBLEMS,
             )
     except CounterexampleFound as exc:
         if args.json:

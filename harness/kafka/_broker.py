@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import greenlet
 
+from harness.effects import EffectSession, EffectSource
 from harness.history.events import EventKind
 from harness.kafka._errors import NotModelled, OutsideRun
 from harness.kafka._loops import LoopScope, switching
@@ -65,6 +66,12 @@ class Wiring:
     """The consumer group whose offsets are checked (None: the first one used)."""
     lineage: Lineage | None = None
     encode: Encoder = json_values
+    effects: tuple[EffectSource, ...] = ()
+    """Effects outside Kafka (printed lines, files, SQLite rows), judged as log sinks."""
+    backlog_owed: bool = True
+    """False: the application is taken to have started before the first record was written,
+    so its first ``auto.offset.reset`` to latest/end of a partition (no committed offset
+    yet) starts at the partition's beginning; a later reset still jumps to the end."""
 
 
 @dataclass(slots=True)
@@ -122,6 +129,21 @@ def current(call: str) -> Runtime:
             "harness kafka, harness.kafka.KafkaApp)"
         )
     return rt
+
+
+def _effect_point(point: str) -> None:
+    """An effect outside Kafka is about to happen in the application's code: a fault point."""
+    rt = _RUNTIMES.get(greenlet.getcurrent())
+    if rt is not None:
+        rt.enter(point)
+
+
+def _wait_turn() -> None:
+    """The application waits for a lock another process holds: the others run meanwhile."""
+    rt = _RUNTIMES.get(greenlet.getcurrent())
+    if rt is None:
+        raise RuntimeError("a lock wait outside a harness run")
+    rt.park()
 
 
 class Runtime:
@@ -203,6 +225,13 @@ class Broker:
         self._offsets: dict[str, int] = dict.fromkeys(wiring.outputs + wiring.unchecked, 0)
         self.created: dict[str, int] = {}
         """Topics an admin client created during the run, and their partition counts."""
+        self.reset_once: set[str] = set()
+        """Partitions whose position an offset reset has resolved at least once."""
+        self.effects: EffectSession | None = None
+        if wiring.effects:
+            self.effects = EffectSession(wiring.effects, _effect_point, _wait_turn)
+            world.before_observe.append(self._observe_effects)
+            world.on_close.append(self.effects.close)
 
     @classmethod
     def of(cls, world: World, wiring: Wiring) -> Broker:
@@ -407,6 +436,22 @@ class Broker:
                 txn=txn,
             )
         return out
+
+    def _observe_effects(self) -> None:
+        """At the drain: what the effect sources show becomes their log sinks' outputs."""
+        assert self.effects is not None
+        world = self.world
+        for sink, found in self.effects.observe().items():
+            if not found:
+                continue
+            log = f"out-{sink}"
+            writer = self._writer(log)
+            for item in found:
+                output_id = world.next_output_id
+                world.next_output_id += 1
+                payload = encode_output(output_id, item.record_id, 0, 1, item.key, None, None)
+                writer.write(LogRecord(world.next_txid(log), payload))
+            writer.commit()
 
     def _writer(self, log: str) -> LogWriter:
         writer = self._writers.get(log)

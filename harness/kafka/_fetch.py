@@ -82,7 +82,12 @@ class Fetcher:
         if self.reset == "error":
             cursor.paused = True  # until the application seeks
             return Fetched(Event.RESET_ERROR, cursor, pos)
-        cursor.position = low if self.reset == "earliest" else high
+        first = cursor.name not in rt.broker.reset_once
+        rt.broker.reset_once.add(cursor.name)
+        if self.reset == "earliest" or (first and not rt.broker.wiring.backlog_owed):
+            cursor.position = low
+        else:
+            cursor.position = high
         return None
 
     def next(self) -> InputRecord | Fetched | None:

@@ -25,12 +25,14 @@ import os
 import signal
 import sys
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
-from harness.errors import ConfigError
+from harness._shown import describe_exception
+from harness.effects import EffectSource, sources_of
+from harness.errors import ConfigError, HarnessError
 from harness.kafka._broker import Broker, Encoder, Runtime, Wiring, json_values
 from harness.kafka.lineage import Lineage, describe_lineage
 from harness.sim.context import Context
@@ -94,6 +96,39 @@ def _locate(target: object) -> _Target:
     return _Target(origin, module, attribute or None)
 
 
+def _check_topics(
+    inputs: Sequence[str],
+    outputs: Sequence[str],
+    unchecked: Sequence[str],
+    effects: Sequence[EffectSource],
+) -> None:
+    for topic in (*inputs, *outputs, *unchecked):
+        if (
+            not isinstance(topic, str)
+            or not topic
+            or not all(c.isalnum() or c in "._-" for c in topic)
+        ):
+            raise ConfigError(f"invalid topic name {topic!r}: use letters, digits and ._-")
+    clash = set(inputs) & set((*outputs, *unchecked)) or set(outputs) & set(unchecked)
+    if clash:
+        raise ConfigError(f"topic {sorted(clash)[0]!r} is declared twice (input/output)")
+    named = set(outputs) & {e.sink for e in effects}
+    if named:
+        raise ConfigError(
+            f"output topic {sorted(named)[0]!r} has the name of an effect's sink; rename it"
+        )
+
+
+def _environment(env: Mapping[str, str] | None) -> dict[str, str]:
+    if env is None:
+        return {}
+    if not isinstance(env, Mapping) or not all(
+        isinstance(k, str) and k and "=" not in k and isinstance(v, str) for k, v in env.items()
+    ):
+        raise ConfigError(f"env must map variable names to strings, got {env!r:.120}")
+    return dict(env)
+
+
 class _Session:
     """What the run changes in the interpreter, put back when the last instance ends."""
 
@@ -101,8 +136,15 @@ class _Session:
     saved: ClassVar[dict[str, Any]] = {}
 
     @classmethod
-    def enter(cls, argv: Sequence[str] | None, quiet: bool) -> None:
+    def enter(
+        cls,
+        argv: Sequence[str] | None,
+        quiet: bool,
+        env: Mapping[str, str] | None = None,
+        paths: bool = False,
+    ) -> None:
         if cls.active == 0:
+            from harness.kafka._effects import Capture
             from harness.kafka._modules import double_modules
 
             doubles = double_modules()
@@ -113,13 +155,23 @@ class _Session:
                 "streams": (sys.stdout, sys.stderr),
                 "signals": {s: signal.getsignal(s) for s in _SIGNALS},
                 "doubles": doubles,
+                "env": {name: os.environ.get(name) for name in env or {}},
+                "paths": paths,
             }
             cls.saved = saved
             sys.modules.update(doubles)
             if argv is not None:
                 sys.argv = list(argv)
-            if quiet:
-                sys.stdout = sys.stderr = io.StringIO()
+            os.environ.update(env or {})
+            _EnvironReads.start()
+            kept = io.StringIO() if quiet else None
+            sys.stdout = Capture("stdout", kept or saved["streams"][0])
+            sys.stderr = Capture("stderr", kept or saved["streams"][1])
+            if paths:
+                from harness.effects import interpose
+                from harness.kafka._effects import lookup
+
+                interpose.install(lookup)
         cls.active += 1
 
     @classmethod
@@ -140,10 +192,43 @@ class _Session:
                 del sys.modules[name]
         sys.argv = saved["argv"]
         sys.stdout, sys.stderr = saved["streams"]
+        _EnvironReads.stop()
+        for name, value in saved["env"].items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        if saved["paths"]:
+            from harness.effects import interpose
+
+            interpose.remove()
         for sig, handler in saved["signals"].items():
             with contextlib.suppress(ValueError, TypeError):  # not the main thread
                 signal.signal(sig, handler)
         cls.saved = {}
+
+
+class _EnvironReads(os._Environ):  # type: ignore[type-arg]
+    """``os.environ`` while an application runs: the names it reads are noted (a replay
+    file keeps their values, so the replay sees the environment the run saw)."""
+
+    names: ClassVar[set[str]] = set()
+    _plain: ClassVar[type | None] = None
+
+    def __getitem__(self, key: str) -> str:
+        _EnvironReads.names.add(key)
+        return super().__getitem__(key)  # type: ignore[no-any-return]
+
+    @classmethod
+    def start(cls) -> None:
+        if type(os.environ) is os._Environ:  # not when something replaced it: no notes
+            cls._plain = type(os.environ)
+            os.environ.__class__ = cls
+
+    @classmethod
+    def stop(cls) -> None:
+        if type(os.environ) is cls and cls._plain is not None:
+            os.environ.__class__ = cls._plain
 
 
 def _signal_handler(saved: dict[Any, Any]) -> Callable[[], bool]:
@@ -158,16 +243,42 @@ def _signal_handler(saved: dict[Any, Any]) -> Callable[[], bool]:
     return call
 
 
+class AppStartupError(ConfigError):
+    """The application failed before its first Kafka call when the run first started it: it
+    cannot start at all (an import that raises, a missing module, bad arguments), so no
+    schedule is tried."""
+
+    def __init__(self, app: KafkaApp, exc: BaseException) -> None:
+        import traceback
+
+        frames = traceback.extract_tb(exc.__traceback__)
+        mine = [f for f in frames if f.filename == app._target.file]
+        where = f" at {Path(mine[-1].filename).name}:{mine[-1].lineno}" if mine else ""
+        super().__init__(
+            f"{app!r} failed to start, before its first Kafka call: "
+            f"{describe_exception(exc)}{where}; fix it so that it starts (run it with python "
+            "to see the traceback)"
+        )
+
+
 class KafkaApp:
     """A processor running unchanged Kafka client code (see the module docstring).
 
     ``target``: a script path, ``"module:function"`` or a module-level function;
     ``inputs``/``outputs``: the topics the application reads and the ones whose content is
-    checked; ``unchecked``: topics it may also produce to; ``argv``: the script's
-    arguments; ``lineage``: how outputs are attributed to inputs (None: the default of
-    :mod:`harness.kafka.lineage`); ``group``: the consumer group whose offsets are
-    checked (None: the first one used); ``encode``: how input records look to the
-    application.
+    checked; ``unchecked``: topics it may also produce to; ``effects``: effects outside
+    Kafka that are checked too (:func:`~harness.effects.stdout_lines`,
+    :func:`~harness.effects.file_lines`, :func:`~harness.effects.sqlite_rows`; at least one
+    output topic or effect); ``argv``: the script's (or function's ``sys.argv``) arguments;
+    ``env``: environment variables set while it runs; ``lineage``: how outputs are
+    attributed to inputs (None: the default of :mod:`harness.kafka.lineage`); ``group``: the
+    consumer group whose offsets are checked (None: the first one used); ``encode``: how input
+    records look to the application (:func:`~harness.kafka.json_values` by default,
+    :func:`~harness.kafka.text_values`, a :mod:`harness.kafka.payloads` template, sample file
+    or strategy, or any ``f(record_id, key, value) -> (key bytes, value bytes)``);
+    ``backlog_owed=False``: records written before the application first starts are not
+    held against an ``auto.offset.reset=latest`` consumer (its first reset of a partition
+    starts at the beginning, as if it had been running before them).
     """
 
     def __init__(
@@ -175,7 +286,7 @@ class KafkaApp:
         target: str | Callable[..., Any],
         *,
         inputs: Sequence[str],
-        outputs: Sequence[str],
+        outputs: Sequence[str] = (),
         unchecked: Sequence[str] = (),
         partitions: int = 1,
         argv: Sequence[str] = (),
@@ -184,31 +295,35 @@ class KafkaApp:
         encode: Encoder = json_values,
         show_output: bool = False,
         name: str | None = None,
+        effects: Iterable[EffectSource] = (),
+        env: Mapping[str, str] | None = None,
+        backlog_owed: bool = True,
     ) -> None:
         self._target = _locate(target)
         inputs, outputs, unchecked = tuple(inputs), tuple(outputs), tuple(unchecked)
-        if not inputs or not outputs:
+        chosen = sources_of(effects)
+        if not inputs or not (outputs or chosen):
             raise ConfigError(
-                f"a Kafka application needs at least one input and one output topic, got "
-                f"inputs={list(inputs)} outputs={list(outputs)}"
+                f"a Kafka application needs at least one input topic and one checked output "
+                f"topic or effect, got inputs={list(inputs)} outputs={list(outputs)} "
+                f"effects={[e.sink for e in chosen]}"
             )
-        for topic in (*inputs, *outputs, *unchecked):
-            if (
-                not isinstance(topic, str)
-                or not topic
-                or not all(c.isalnum() or c in "._-" for c in topic)
-            ):
-                raise ConfigError(f"invalid topic name {topic!r}: use letters, digits and ._-")
-        clash = set(inputs) & set(outputs + unchecked) or set(outputs) & set(unchecked)
-        if clash:
-            raise ConfigError(f"topic {sorted(clash)[0]!r} is declared twice (input/output)")
-        self.wiring = Wiring(inputs, outputs, unchecked, partitions, group, lineage, encode)
+        _check_topics(inputs, outputs, unchecked, chosen)
+        if type(backlog_owed) is not bool:
+            raise ConfigError(f"backlog_owed must be True or False, got {backlog_owed!r}")
+        self.env = _environment(env)
+        self.wiring = Wiring(
+            inputs, outputs, unchecked, partitions, group, lineage, encode, chosen, backlog_owed
+        )
         self.topology = Topology(
             partitions=len(inputs) * partitions,
-            sinks={t: log_sink() for t in outputs},
+            sinks={t: log_sink() for t in (*outputs, *(e.sink for e in chosen))},
             offset_sync=True,  # committed offsets live on the brokers: a machine crash keeps them
+            names=tuple(f"{t}[{p}]" for t in inputs for p in range(partitions)),
         )
-        self.argv = (self._target.file, *argv) if self._target.attribute is None else None
+        self.app_args = tuple(argv)
+        scripted = self._target.attribute is None or bool(argv)
+        self.argv = (self._target.file, *argv) if scripted else None
         self.show_output = show_output
         self._code: types.CodeType | None = None
         caller = inspect.currentframe()
@@ -221,6 +336,19 @@ class KafkaApp:
     def lineage(self) -> str:
         """How this app's outputs are attributed to inputs, for reports."""
         return describe_lineage(self.wiring.lineage)
+
+    @property
+    def effects(self) -> str:
+        """The effects outside Kafka that are checked, for reports ('' when none)."""
+        return "; ".join(f"{e.sink}: {e.describe()}" for e in self.wiring.effects)
+
+    def replay_spec(self) -> dict[str, Any] | None:
+        """How the engine makes this application again for a replay file (None: it cannot,
+        a lineage or encoder function is not importable)."""
+        from harness.kafka._spec import FACTORY, to_spec
+
+        spec = to_spec(self, _EnvironReads.names)
+        return None if spec is None else {"factory": FACTORY, "args": spec}
 
     def __repr__(self) -> str:
         target = self._target
@@ -236,13 +364,20 @@ class KafkaApp:
     def __call__(self, ctx: Context) -> None:
         broker = Broker.of(ctx._sim.world, self.wiring)
         rt = Runtime(ctx, broker)
-        _Session.enter(self.argv, not self.show_output)
+        effects = broker.effects
+        _Session.enter(
+            self.argv, not self.show_output, self.env, effects is not None and effects.has_paths
+        )
         rt.shutdown_handler = _signal_handler(_Session.saved.get("signals", {}))
         rt.register()
         try:
+            first = rt.inst.number == 1
             for _ in self._runs(rt):
-                self._run_once()
+                self._run_once(rt, first)
+                first = False
         finally:
+            if effects is not None:
+                effects.end(rt.inst, crashed=rt.inst.dead)
             rt.unregister()
             _Session.leave()
 
@@ -261,7 +396,20 @@ class KafkaApp:
                 except KeyboardInterrupt:
                     return
 
-    def _run_once(self) -> None:
+    def _run_once(self, rt: Runtime, first: bool) -> None:
+        """Run the application once; on the run's first start, a failure before its first
+        Kafka call is an :class:`AppStartupError`, not a processor error."""
+        calls = rt.sim.calls
+        try:
+            self._execute()
+        except HarnessError:
+            raise
+        except Exception as exc:
+            if first and rt.sim.calls == calls and not rt.inst.dead:
+                raise AppStartupError(self, exc) from None
+            raise
+
+    def _execute(self) -> None:
         target = self._target
         module = types.ModuleType(target.module)
         module.__file__ = target.file
@@ -282,7 +430,7 @@ class KafkaApp:
             pass
         except SystemExit as exc:
             if exc.code not in (None, 0):
-                said = sys.stderr.getvalue() if isinstance(sys.stderr, io.StringIO) else ""
+                said = getattr(sys.stderr, "getvalue", str)()
                 last = said.strip().splitlines()[-1:] or [""]
                 raise RuntimeError(
                     f"the application exited with status {exc.code!r}"

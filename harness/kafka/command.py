@@ -1,47 +1,81 @@
 """``python -m harness kafka``: explore an unchanged Kafka client application.
 
-``python -m harness kafka path/to/app.py --guarantee exactly-once --input TOPIC --output TOPIC
--- <app args>`` runs the script (or ``module:function``) under drawn schedules with the
-client doubles in place of ``confluent_kafka`` / ``kafka`` and prints the verdict: how
-outputs were attributed to inputs, then either what was tried or the counterexample with a
-replay command (``--replay FILE``). Exit code: 0 the guarantee held, 1 it does not, 2 it could
-not be shown or a usage error.
+``python -m harness kafka path/to/app.py --guarantee at-least-once --input TOPIC [--output
+TOPIC] [--effect stdout|stderr|file:PATH|sqlite:PATH:TABLE [--by RULE]] -- <app args>`` runs
+the script (or ``app.py:function``, ``module:function``) under drawn schedules with the client
+doubles in place of ``confluent_kafka`` / ``kafka`` and prints the verdict: how outputs are
+attributed to inputs, then either what was tried or every distinct problem found (up to
+``--max-problems``), each with its shrunk schedule and a replay command (``--replay FILE``;
+``python -m harness replay FILE`` and ``report FILE`` read the same files). Exit code: 0 the
+guarantee held, 1 it does not, 2 it could not be shown or a usage error.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import difflib
 import shlex
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from harness.check import Status
+from harness.effects.sources import load_named
 from harness.errors import ConfigError, HarnessError
+from harness.search.problems import DEFAULT_MAX_PROBLEMS
 
 __all__ = ["add_arguments", "main", "run"]
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The command's options (the application's own arguments follow ``--``)."""
-    parser.add_argument(
-        "app", help="the application: path/to/app.py, app.py:function or module:function"
-    )
+class _EffectAction(argparse.Action):
+    """``--effect SPEC`` appends an effect; ``--by RULE`` sets the last one's attribution."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        effects: list[list[str | None]] = list(getattr(namespace, "effect", None) or [])
+        if option_string == "--by":
+            if not effects:
+                parser.error("--by RULE applies to the --effect given just before it")
+            if effects[-1][1] is not None:
+                parser.error(f"--effect {effects[-1][0]} has two --by rules; keep one")
+            effects[-1] = [effects[-1][0], values]
+        else:
+            effects.append([values, None])
+        namespace.effect = effects
+
+
+def _add_topics(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--guarantee", required=True, choices=["at-least-once", "exactly-once"])
     parser.add_argument(
-        "--input",
-        action="append",
-        required=True,
-        metavar="TOPIC",
-        help="an input topic (repeatable)",
+        "--input", action="append", required=True, metavar="TOPIC", help="an input topic"
     )
     parser.add_argument(
         "--output",
         action="append",
-        required=True,
+        default=[],
         metavar="TOPIC",
-        help="a checked output topic (repeatable)",
+        help="a checked output topic (repeatable; an --output or an --effect is needed)",
+    )
+    parser.add_argument(
+        "--effect",
+        action=_EffectAction,
+        default=[],
+        metavar="SPEC",
+        help="a checked effect outside Kafka: stdout, stderr, file:PATH or sqlite:PATH:TABLE "
+        "(repeatable; see docs/kafka.md)",
+    )
+    parser.add_argument(
+        "--by",
+        action=_EffectAction,
+        dest="effect",
+        metavar="RULE",
+        help="how the --effect before it names its records: column=NAME, pattern=REGEX or "
+        "function=MODULE:FUNCTION (default: the r<N> record ids in it)",
     )
     parser.add_argument(
         "--unchecked-topic",
@@ -62,19 +96,70 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--lineage",
         default=None,
         metavar="MODULE:FUNCTION",
-        help="attribute outputs to inputs with this function (default: see docs/kafka.md)",
+        help="attribute output messages to inputs with this function (default: docs/kafka.md)",
     )
+
+
+def _add_payloads(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--value-format",
         choices=["json", "text"],
         default="json",
-        help="how input values look (default json)",
+        help="how input values look without a template (default json)",
     )
+    parser.add_argument(
+        "--value-template",
+        default=None,
+        metavar="TEXT",
+        help="input values from a template with {id} {n} {key} {value}, e.g. "
+        '\'{"order_id": {n}, "amount": {value}}\'',
+    )
+    parser.add_argument(
+        "--key-template", default=None, metavar="TEXT", help="input keys from a template"
+    )
+    parser.add_argument(
+        "--sample", default=None, metavar="FILE", help="input values from a JSON-lines file"
+    )
+    parser.add_argument(
+        "--value-strategy",
+        default=None,
+        metavar="MODULE:NAME",
+        help="input values drawn from a Hypothesis strategy",
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an environment variable for the app (repeatable)",
+    )
+    parser.add_argument(
+        "--backlog-not-owed",
+        action="store_true",
+        help="records written before the app first starts are not owed: its first "
+        "auto.offset.reset=latest of a partition starts at the beginning",
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command's options (the application's own arguments follow ``--``)."""
+    parser.add_argument(
+        "app", help="the application: path/to/app.py, app.py:function or module:function"
+    )
+    _add_topics(parser)
+    _add_payloads(parser)
     parser.add_argument(
         "--profile", default=None, help="search budget: dev, ci (default) or nightly"
     )
     parser.add_argument(
         "--max-examples", type=int, default=None, help="schedules to draw (overrides the profile)"
+    )
+    parser.add_argument(
+        "--max-problems",
+        type=int,
+        default=DEFAULT_MAX_PROBLEMS,
+        help=f"distinct problems to look for (default {DEFAULT_MAX_PROBLEMS}; 1: stop at the "
+        "first failure)",
     )
     parser.add_argument(
         "--faults",
@@ -90,21 +175,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run the schedule of a replay file instead of searching",
     )
     parser.add_argument("--show-output", action="store_true", help="let the application print")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
-def _lineage(spec: str | None) -> Any:
-    if spec is None:
-        return None
-    module, _, name = spec.partition(":")
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"cannot load lineage function {spec!r}: {exc}") from None
+def _encoder(args: argparse.Namespace) -> Any:
+    from harness.kafka import json_values, text_values
+    from harness.kafka.payloads import from_strategy, sample_file, template
+
+    given = [
+        n for n in ("value_template", "sample", "value_strategy") if getattr(args, n) is not None
+    ]
+    if len(given) > 1:
+        raise ConfigError(
+            f"give one of --value-template, --sample and --value-strategy, got {len(given)}"
+        )
+    key = args.key_template or "{key}"
+    if args.value_template is not None:
+        return template(args.value_template, key)
+    if args.sample is not None:
+        return sample_file(args.sample, key)
+    if args.value_strategy is not None:
+        strategy = load_named(args.value_strategy, "value strategy")
+        return from_strategy(strategy() if callable(strategy) else strategy, key=key)
+    if args.key_template is not None:
+        body = '{"id":"{id}","key":"{key}","value":{value}}'
+        return template(body if args.value_format == "json" else "{id} {key} {value}", key)
+    return text_values if args.value_format == "text" else json_values
+
+
+def _env(pairs: Sequence[str]) -> dict[str, str]:
+    env = {}
+    for pair in pairs:
+        name, eq, value = pair.partition("=")
+        if not eq or not name:
+            raise ConfigError(f"bad --env {pair!r}: give NAME=VALUE")
+        env[name] = value
+    return env
 
 
 def _app(args: argparse.Namespace, app_args: Sequence[str]) -> Any:
-    from harness.kafka import KafkaApp, json_values, text_values
+    from harness.effects import parse_by, parse_effect
+    from harness.kafka import KafkaApp
 
+    effects = [parse_effect(spec, None if by is None else parse_by(by)) for spec, by in args.effect]
     return KafkaApp(
         args.app,
         inputs=args.input,
@@ -112,27 +225,97 @@ def _app(args: argparse.Namespace, app_args: Sequence[str]) -> Any:
         unchecked=args.unchecked_topic,
         partitions=args.partitions,
         argv=app_args,
-        lineage=_lineage(args.lineage),
+        lineage=None if args.lineage is None else load_named(args.lineage, "lineage function"),
         group=args.group,
-        encode=text_values if args.value_format == "text" else json_values,
+        encode=_encoder(args),
         show_output=args.show_output,
+        effects=effects,
+        env=_env(args.env),
+        backlog_owed=not args.backlog_not_owed,
     )
 
 
-def run(args: argparse.Namespace, app_args: Sequence[str], argv: Sequence[str]) -> int:
-    """Explore (or replay) and print the verdict; the exit code."""
+def _heading(app: Any) -> list[str]:
+    lines = [f"lineage: {app.lineage}"] if app.wiring.outputs else []
+    if app.effects:
+        lines.append(f"effects: {app.effects}")
+    return lines
+
+
+def _replay_command(argv: Sequence[str], replay_file: Any) -> str:
+    command = ["python", "-m", "harness", "kafka", *argv]
+    cut = command.index("--") if "--" in command else len(command)
+    command[cut:cut] = ["--replay", str(replay_file)]
+    return shlex.join(command)
+
+
+def _replay(args: argparse.Namespace, app: Any) -> int:
+    import harness
+
+    spec = harness.Replay.load(args.replay)
+    _, verdict = harness.run_once(app, spec.schedule, args.guarantee, topology=app.topology)
+    if args.json:
+        _print_json(args, app, verdict.status, verdict.summary().splitlines()[0], [], spec)
+    else:
+        print("\n".join(_heading(app)))
+        print(verdict.summary())
+        print(spec.schedule.describe())
+    return {Status.VALID: 0, Status.INVALID: 1}.get(verdict.status, 2)
+
+
+def _print_json(
+    args: argparse.Namespace,
+    app: Any,
+    status: Status,
+    summary: str,
+    failures: Sequence[Any],
+    replayed: Any = None,
+    result: Any = None,
+) -> None:
+    from harness.report.json_report import render_output
+    from harness.search.coverage import Coverage
+
+    first = failures[0] if failures else None
+    problems = [
+        {
+            "verdict": f.verdict.to_json(),
+            "schedule": f.schedule.to_json(),
+            "replay_file": None if f.replay_file is None else str(f.replay_file),
+            "replay_command": f.replay_command,
+        }
+        for f in failures
+    ]
+    coverage = (first or result).coverage if (first or result) is not None else None
+    text = render_output(
+        "kafka",
+        status,
+        summary,
+        guarantee=args.guarantee,
+        processor=args.app,
+        lineage=app.lineage,
+        effects=[f"{e.sink}: {e.describe()}" for e in app.wiring.effects],
+        seed=None if first is None and result is None else (first or result).seed,
+        examples=0 if first is None and result is None else (first or result).examples,
+        verdict=None if first is None else first.verdict.to_json(),
+        schedule=(
+            replayed.schedule.to_json()
+            if replayed is not None
+            else None
+            if first is None
+            else first.schedule.to_json()
+        ),
+        replay_command=None if first is None else first.replay_command,
+        coverage=(coverage or Coverage()).to_json(),
+        problems=problems,
+    )
+    print(text)
+
+
+def _explore(args: argparse.Namespace, app: Any, argv: Sequence[str]) -> int:
     import harness
     from harness.faults import ALL_FAULTS, Fault
     from harness.search.profiles import profile
 
-    app = _app(args, app_args)
-    print(f"lineage: {app.lineage}")
-    if args.replay is not None:
-        spec = harness.Replay.load(args.replay)
-        _, verdict = harness.run_once(app, spec.schedule, args.guarantee, topology=app.topology)
-        print(verdict.summary())
-        print(spec.schedule.describe())
-        return {Status.VALID: 0, Status.INVALID: 1}.get(verdict.status, 2)
     budget = profile(args.profile)
     faults = (
         [f for f in args.faults.split(",") if f]
@@ -149,22 +332,102 @@ def run(args: argparse.Namespace, app_args: Sequence[str], argv: Sequence[str]) 
             faults=faults,
             seed=args.seed,
             failures_dir=args.failures_dir,
+            max_problems=args.max_problems,
         )
     except harness.CounterexampleFound as found:
-        failure = found.failure
-        text = str(found).splitlines()
-        print("\n".join(line for line in text if not line.startswith("replay: ")))
-        if failure.replay_file is not None:
-            command = ["python", "-m", "harness", "kafka", *argv]
-            cut = command.index("--") if "--" in command else len(command)
-            command[cut:cut] = ["--replay", str(failure.replay_file)]
-            print("replay: " + shlex.join(command))
-        return 1 if failure.verdict.status is Status.INVALID else 2
-    print(
+        return _report(args, app, argv, found.failures)
+    summary = (
         f"{args.guarantee} held for {args.app}: {result.examples} schedules, faults "
         f"{', '.join(faults) or 'none'}, seed {result.seed}"
     )
+    if args.json:
+        _print_json(args, app, Status.VALID, summary, [], result=result)
+    else:
+        print("\n".join(_heading(app)))
+        print(summary)
     return 0
+
+
+def _report(args: argparse.Namespace, app: Any, argv: Sequence[str], failures: Any) -> int:
+    first = failures[0]
+    status = first.verdict.status
+    for failure in failures:
+        if failure.replay_file is not None:
+            object.__setattr__(
+                failure, "replay_command", _replay_command(argv, failure.replay_file)
+            )
+    count = len(failures)
+    summary = (
+        f"{args.guarantee} does not hold for {args.app}: {count} distinct "
+        f"problem{'s' if count > 1 else ''}"
+        if status is Status.INVALID
+        else f"{args.guarantee} could not be shown for {args.app}"
+    )
+    if args.json:
+        _print_json(args, app, status, summary, failures)
+    else:
+        print("\n".join(_heading(app)))
+        if count > 1:
+            print(f"{count} distinct problems found (--max-problems {args.max_problems})")
+        for number, failure in enumerate(failures, 1):
+            if count > 1:
+                print(f"\nproblem {number} of {count}:")
+            text = failure.report().splitlines()
+            print("\n".join(line for line in text if not line.startswith("replay: ")))
+            print("replay: " + failure.replay_command)
+    return 1 if status is Status.INVALID else 2
+
+
+def run(args: argparse.Namespace, app_args: Sequence[str], argv: Sequence[str]) -> int:
+    """Explore (or replay) and print the verdict; the exit code."""
+    if args.max_problems < 1:
+        raise ConfigError(f"--max-problems must be at least 1, got {args.max_problems}")
+    app = _app(args, app_args)
+    if args.replay is not None:
+        return _replay(args, app)
+    return _explore(args, app, argv)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors name the option meant (``--inptu``: did you mean ``--input``?) and say
+    where the application's own arguments go."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}{_hint(self, message)}\n")
+
+
+def _hint(parser: argparse.ArgumentParser, message: str) -> str:
+    prefix = "unrecognized arguments: "
+    if not message.startswith(prefix):
+        return ""
+    words = message[len(prefix) :].split()
+    options = sorted(parser._option_string_actions)
+    for word in words:
+        if word.startswith("--"):
+            close = difflib.get_close_matches(word.split("=")[0], options, n=1, cutoff=0.8)
+            if close:
+                return f" (did you mean {close[0]}?)"
+    return (
+        "; the application's own arguments go after '--': python -m harness kafka APP "
+        f"--guarantee ... --input ... -- {shlex.join(words)}"
+    )
+
+
+def _unknown_options(parser: argparse.ArgumentParser, words: Sequence[str]) -> list[str]:
+    """The ``--options`` in ``words`` that are not the parser's (nor a prefix of one)."""
+    options = list(parser._option_string_actions)
+    unknown: list[str] = []
+    taking = False
+    for word in words:
+        name = word.split("=")[0]
+        if name.startswith("-"):
+            taking = name.startswith("--") and not any(o.startswith(name) for o in options)
+            if taking:
+                unknown.append(word)
+        elif taking:  # its value, as the user meant it for the application
+            unknown.append(word)
+    return unknown
 
 
 def main(argv: Sequence[str]) -> int:
@@ -172,12 +435,15 @@ def main(argv: Sequence[str]) -> int:
     argv = list(argv)
     cut = argv.index("--") if "--" in argv else len(argv)
     ours, app_args = argv[:cut], argv[cut + 1 :]
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m harness kafka",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     add_arguments(parser)
+    unknown = _unknown_options(parser, ours)
     try:
+        if unknown:  # before argparse names a required option they were meant to be
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
         args = parser.parse_args(ours)
     except SystemExit as exc:
         return int(exc.code or 0)

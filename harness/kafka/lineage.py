@@ -17,12 +17,11 @@ An output naming several ids is one effect of each (a batch). An output naming n
 
 from __future__ import annotations
 
-import base64
-import binascii
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
+
+from harness.effects._ids import ids_in
 
 __all__ = [
     "RECORD_ID_HEADER",
@@ -35,8 +34,6 @@ __all__ = [
 ]
 
 RECORD_ID_HEADER: Final = "harness-record-id"
-_TOKEN: Final = re.compile(rb"(?<![A-Za-z0-9_])[rR](\d{1,12})(?![A-Za-z0-9_])")
-_BASE64: Final = re.compile(rb"^[A-Za-z0-9+/=\s]{4,}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,17 +60,6 @@ Lineage = Callable[[Produced], "str | Effect | Iterable[str | Effect] | None"]
 ``None`` or nothing when it cannot tell (the output is then ``unexpected``)."""
 
 
-def _ids_in(data: bytes) -> list[str]:
-    found = [f"r{int(m.group(1))}" for m in _TOKEN.finditer(data)]
-    if found or not _BASE64.match(data):
-        return found
-    try:
-        decoded = base64.b64decode(b"".join(data.split()), validate=True)
-    except (binascii.Error, ValueError):
-        return []
-    return [f"r{int(m.group(1))}" for m in _TOKEN.finditer(decoded)]
-
-
 def default_lineage(produced: Produced) -> tuple[str, ...]:
     """The record ids behind ``produced`` by the default rules (module docstring)."""
     for name, raw in produced.headers:
@@ -81,7 +67,7 @@ def default_lineage(produced: Produced) -> tuple[str, ...]:
             return (raw.decode("utf-8", "replace"),)
     for data in (produced.value, produced.key):
         if data:
-            ids = _ids_in(data)
+            ids = ids_in(data)
             if ids:
                 return tuple(dict.fromkeys(ids))
     return ()

@@ -11,6 +11,10 @@
             argv=["--brokers", "localhost:9092"],  # a script's arguments
         )
 
+``outputs`` may be empty when ``effects`` (:mod:`harness.effects`) are checked instead;
+``encode``, ``env`` and ``backlog_owed`` are :class:`~harness.kafka.KafkaApp`'s;
+``max_problems`` (default 5) is how many distinct problems to look for.
+
 It builds a :class:`~harness.kafka.KafkaApp` and calls the ``harness_explore`` fixture with
 it, so the ``harness`` marker, the ``--harness-*`` options, report files and
 ``--harness-replay`` apply unchanged. The failure report says how outputs were attributed.
@@ -19,10 +23,12 @@ Loaded only when a test asks for the fixture.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, final
 
+from harness.effects import EffectSource
 from harness.faults import ALL_FAULTS, Fault
+from harness.kafka._broker import Encoder, json_values
 from harness.kafka.app import KafkaApp
 from harness.kafka.lineage import Lineage
 from harness.runner import CounterexampleFound, Exploration
@@ -46,7 +52,7 @@ class KafkaExplorer:
         *,
         guarantee: str,
         inputs: Sequence[str],
-        outputs: Sequence[str],
+        outputs: Sequence[str] = (),
         unchecked: Sequence[str] = (),
         partitions: int = 1,
         argv: Sequence[str] = (),
@@ -55,6 +61,11 @@ class KafkaExplorer:
         faults: Sequence[str] | None = None,
         max_examples: int | None = None,
         seed: int | None = None,
+        effects: Iterable[EffectSource] = (),
+        encode: Encoder | None = None,
+        env: Mapping[str, str] | None = None,
+        backlog_owed: bool = True,
+        max_problems: int | None = None,
     ) -> Exploration:
         __tracebackhide__ = True
         app = KafkaApp(
@@ -66,6 +77,10 @@ class KafkaExplorer:
             argv=argv,
             lineage=lineage,
             group=group,
+            effects=effects,
+            encode=json_values if encode is None else encode,
+            env=env,
+            backlog_owed=backlog_owed,
         )
         try:
             return self._explore(
@@ -75,7 +90,10 @@ class KafkaExplorer:
                 faults=KAFKA_FAULTS if faults is None else faults,
                 max_examples=max_examples,
                 seed=seed,
+                max_problems=max_problems,
             )
         except CounterexampleFound as found:
-            found.args = (f"{found.args[0]}\nlineage: {app.lineage}",)
+            lines = [f"lineage: {app.lineage}"] if outputs else []
+            lines += [f"effects: {app.effects}"] if app.effects else []
+            found.args = ("\n".join([found.args[0], *lines]),)
             raise found.with_traceback(None) from None

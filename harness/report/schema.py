@@ -212,6 +212,19 @@ OUTPUT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "check": ("guarantee", "source", "verdict"),
     "check-spark": ("guarantee", "runs"),
     "list": ("scenarios",),
+    "kafka": (
+        "guarantee",
+        "processor",
+        "lineage",
+        "effects",
+        "seed",
+        "examples",
+        "verdict",
+        "schedule",
+        "replay_command",
+        "coverage",
+        "problems",
+    ),
 }
 """Each command's keys after the common ones (``harness_output``, ``command``, ``status``,
 ``summary``); every one is present in its output, ``null`` when it does not apply."""
@@ -235,6 +248,26 @@ _OUTPUT_PROPERTIES: Final[dict[str, Any]] = {
         "required": ["points", "points_hit", "singles", "pairs", "systematic", "drawn", "summary"],
     },
     "source": {"type": "string"},
+    "lineage": {"type": "string", "description": "how output messages are attributed"},
+    "effects": {
+        "type": "array",
+        "description": "the effects outside Kafka that are checked",
+        "items": {"type": "string"},
+    },
+    "problems": {
+        "type": "array",
+        "description": "every distinct problem found, the first one first",
+        "items": {
+            "type": "object",
+            "required": ["verdict", "schedule", "replay_file", "replay_command"],
+            "properties": {
+                "verdict": {"$ref": "#/$defs/verdict"},
+                "schedule": {"$ref": "#/$defs/schedule"},
+                "replay_file": _nullable("string"),
+                "replay_command": {"type": "string"},
+            },
+        },
+    },
     "runs": {"type": "object", "additionalProperties": {"$ref": "#/$defs/verdict"}},
     "cells": {
         "type": "array",

@@ -113,6 +113,25 @@ def _default_sinks() -> Mapping[str, SinkSpec]:
     return MappingProxyType({"out": log_sink()})
 
 
+def _names(names: object, partitions: object) -> tuple[str, ...]:
+    """``names`` checked: none, or one distinct log name per partition, not ``out-...``."""
+    if names == () or names is None:
+        return ()
+    if (
+        not isinstance(names, (tuple, list))
+        or len(names) != partitions
+        or len(set(names)) != len(names)
+        or not all(isinstance(n, str) and not n.startswith("out-") for n in names)
+    ):
+        raise ConfigError(
+            f"Topology names must be {partitions!r} distinct partition names (not 'out-...'), "
+            f"got {shown(names)}"
+        )
+    for name in names:
+        validate_log_name(name)
+    return tuple(names)
+
+
 @dataclass(frozen=True, slots=True)
 class Topology:
     """The world a processor runs in.
@@ -141,6 +160,9 @@ class Topology:
     poison_every: int = 0
     upstream_resends: bool = False
     payloads: tuple[tuple[str, int], ...] = ()
+    names: tuple[str, ...] = ()
+    """The input partitions' names (default ``in-0``, ``in-1``, ...): a door whose system
+    names its inputs (Kafka's ``orders[0]``) has the history and every report speak them."""
 
     def __post_init__(self) -> None:
         for name in ("partitions", "keys", "segment_records"):
@@ -160,6 +182,7 @@ class Topology:
                     f"Topology {name} must be True or False, got {shown(getattr(self, name))}"
                 )
         object.__setattr__(self, "payloads", _payloads(self.payloads))
+        object.__setattr__(self, "names", _names(self.names, self.partitions))
         if not isinstance(self.sinks, Mapping) or not self.sinks:
             raise ConfigError(
                 f"Topology sinks must be a non-empty mapping of name -> SinkSpec, got "
@@ -191,7 +214,7 @@ class Topology:
 
     @property
     def partition_names(self) -> tuple[str, ...]:
-        return tuple(f"in-{i}" for i in range(self.partitions))
+        return self.names or tuple(f"in-{i}" for i in range(self.partitions))
 
     def log_sinks(self) -> list[str]:
         """The sinks written through output logs: log sinks and entity tables."""
@@ -216,6 +239,8 @@ class Topology:
             data["upstream_resends"] = True
         if self.payloads:
             data["payloads"] = [list(pair) for pair in self.payloads]
+        if self.names:
+            data["names"] = list(self.names)
         return data
 
     @classmethod
@@ -271,6 +296,7 @@ class Topology:
                 poison_every=data.get("poison_every", 0),
                 upstream_resends=data.get("upstream_resends", False),
                 payloads=data.get("payloads", ()),
+                names=tuple(data.get("names", ())),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, ConfigError):

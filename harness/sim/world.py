@@ -135,6 +135,11 @@ class World:
         self.table_keys: dict[str, set[str]] = {t: set() for t in topology.table_sinks()}
         self.owner_epoch = 0
         self.closed = False
+        self.before_observe: list[Callable[[], None]] = []
+        """Called first by :meth:`observe`: a door that observes effects outside the world
+        (printed lines, files, a database) writes them into its log sinks here."""
+        self.on_close: list[Callable[[], None]] = []
+        """Called by :meth:`close` (what such a door must clean up)."""
 
     # -- positions -------------------------------------------------------------------------
 
@@ -436,6 +441,8 @@ class World:
 
     def observe(self) -> None:
         """Record the final contents of every sink (after the drain)."""
+        for hook in self.before_observe:
+            hook()
         record = self.record
         for sink in self.topology.log_sinks():
             log = f"out-{sink}"
@@ -479,6 +486,8 @@ class World:
         if self.closed:
             return
         self.closed = True
+        for hook in self.on_close:
+            hook()
         for writer in self._producer_writers.values():
             writer.abort()
         for reader in self._producer_readers.values():

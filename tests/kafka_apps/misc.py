@@ -87,3 +87,17 @@ def kafka_python_misspelt() -> None:
     from kafka import KafkaConsumer
 
     KafkaConsumer("orders", group_id="g", enable_auto_comit=False)
+
+
+def copy_headers() -> None:
+    """Forward each message with its headers (whatever its value looks like)."""
+    consumer = Consumer({**CONF, "enable.auto.commit": False})
+    producer = Producer({"bootstrap.servers": "b:9092"})
+    consumer.subscribe(["orders"])
+    while True:
+        msg = consumer.poll(1.0)
+        if msg is None:
+            continue
+        producer.produce("receipts", b"receipt", headers=msg.headers())
+        producer.flush()
+        consumer.commit(msg, asynchronous=False)

@@ -1,0 +1,206 @@
+"""Every door that writes a replay file (the API's ``explore``, ``python -m harness run``,
+``python -m harness kafka``, the pytest fixtures ``harness_explore`` and ``harness_kafka``):
+each file it writes replays (``python -m harness replay FILE``) and renders (``report FILE``)
+from the command line, with the same verdict."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import harness
+from harness.catalogue.toys import commit_before_processing
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parent.parent
+APPS = Path(__file__).resolve().parent / "kafka_apps" / "effects"
+TEMPLATE = '{"order_id": {n}, "customer": "{key}", "amount": {value}}'
+KAFKA = [
+    str(APPS / "two_bugs.py"),
+    "--guarantee",
+    "at-least-once",
+    "--input",
+    "orders",
+    "--effect",
+    "stdout",
+    "--by",
+    r"pattern=handled (\d+)",
+    "--value-template",
+    TEMPLATE,
+]
+
+
+def _harness(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=600,
+    )
+
+
+def _replays_and_renders(directory: Path, cwd: Path, *, expect: str = "lost") -> int:
+    files = sorted(directory.rglob("*.json"))
+    assert files, f"no replay file under {directory}"
+    for file in files:
+        replayed = _harness("replay", str(file), cwd=cwd)
+        assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+        assert expect in replayed.stdout
+        rendered = _harness("report", str(file), "--out", str(cwd / "report"), cwd=cwd)
+        assert rendered.returncode == 1, rendered.stdout + rendered.stderr
+        assert expect in rendered.stdout
+        assert json.loads((cwd / "report" / "report.json").read_text())["verdict"]
+    return len(files)
+
+
+def test_the_api_door(tmp_path: Path) -> None:
+    with pytest.raises(harness.CounterexampleFound):
+        harness.explore(
+            commit_before_processing,
+            guarantee="at-least-once",
+            faults=["crash"],
+            max_examples=30,
+            failures_dir=tmp_path / "failures",
+        )
+    assert _replays_and_renders(tmp_path / "failures", tmp_path) == 1
+
+
+def test_the_run_door(tmp_path: Path) -> None:
+    found = _harness(
+        "run",
+        "harness.catalogue.toys:commit_before_processing",
+        "--guarantee",
+        "at-least-once",
+        "--faults",
+        "crash",
+        "--examples",
+        "30",
+        "--failures-dir",
+        "failures",
+        cwd=tmp_path,
+    )
+    assert found.returncode == 1, found.stderr
+    assert _replays_and_renders(tmp_path / "failures", tmp_path) >= 1
+
+
+def test_the_kafka_door_reports_both_bugs_and_each_file_replays(tmp_path: Path) -> None:
+    found = _harness("kafka", *KAFKA, "--failures-dir", "failures", "--json", cwd=tmp_path)
+    assert found.returncode == 1, found.stderr
+    output = json.loads(found.stdout)
+    assert output["command"] == "kafka" and output["status"] == "invalid"
+    problems = output["problems"]
+    steps = [[step["op"] for step in p["schedule"]["steps"]] for p in problems]
+    kinds = [{a["kind"] for a in p["verdict"]["anomalies"]} for p in problems]
+    # the latest reset: records written before the first start are never read (no fault)
+    assert steps[0] == ["produce"] and kinds[0] == {"lost"}
+    # the commit before the print: a crash between them loses the order
+    assert any(
+        k == {"lost", "offset-ahead"} and "crash" in s and s[0] == "run"
+        for k, s in zip(kinds, steps, strict=True)
+    ), problems
+    assert _replays_and_renders(tmp_path / "failures", tmp_path) == len(problems)
+    with_kafka = _harness("kafka", *KAFKA, "--replay", problems[-1]["replay_file"], cwd=tmp_path)
+    assert with_kafka.returncode == 1 and "orders[0]" in with_kafka.stdout
+
+
+def test_the_pytest_doors(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_doors=f"""
+        from harness.catalogue.toys import commit_before_processing
+        from harness.effects import stdout_lines
+        from harness.kafka.payloads import template
+
+        def test_explore(harness_explore):
+            harness_explore(commit_before_processing, guarantee="at-least-once",
+                            faults=["crash"], max_examples=30)
+
+        def test_kafka(harness_kafka):
+            harness_kafka({str(APPS / "print_autocommit.py")!r}, guarantee="at-least-once",
+                          inputs=["orders"], encode=template({TEMPLATE!r}),
+                          effects=[stdout_lines(pattern=r"shipped order (\\d+)")],
+                          max_problems=1)
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*effects: stdout*"])
+    assert _replays_and_renders(pytester.path / ".harness" / "failures", pytester.path) >= 2
+
+
+def test_kafka_usage_errors_name_the_flag_meant_and_the_missing_separator(
+    tmp_path: Path,
+) -> None:
+    typo = _harness("kafka", *KAFKA[:4], "--inptu", "orders", cwd=tmp_path)
+    assert typo.returncode == 2 and "did you mean --input?" in typo.stderr
+    app_args = _harness("kafka", *KAFKA, "--db", "orders.db", cwd=tmp_path)
+    assert app_args.returncode == 2
+    assert "go after '--'" in app_args.stderr and "-- --db orders.db" in app_args.stderr
+
+
+def test_a_script_that_raises_on_import_is_one_startup_error(tmp_path: Path) -> None:
+    script = tmp_path / "broken.py"
+    script.write_text(
+        "import json\nfrom confluent_kafka import Consumer\n"
+        "SETTINGS = json.load(open('/nonexistent/settings.json'))\n",
+        encoding="utf-8",
+    )
+    found = _harness(
+        "kafka",
+        str(script),
+        "--guarantee",
+        "at-least-once",
+        "--input",
+        "orders",
+        "--effect",
+        "stdout",
+        cwd=tmp_path,
+    )
+    assert found.returncode == 2
+    assert found.stderr.count("\n") == 1, found.stderr  # one line, no retries, no traceback
+    assert "failed to start" in found.stderr and "broken.py:3" in found.stderr
+    assert not (tmp_path / ".harness").exists()  # no replay file for an empty schedule
+
+
+def test_a_kafka_replay_keeps_the_environment_the_app_read(tmp_path: Path) -> None:
+    command = [
+        "kafka",
+        str(APPS / "file_writer.py"),
+        "--guarantee",
+        "at-least-once",
+        "--input",
+        "orders",
+        "--effect",
+        "file:orders.csv",
+        "--by",
+        r"pattern=^(\d+),",
+        "--value-template",
+        TEMPLATE,
+        "--max-problems",
+        "1",
+        "--failures-dir",
+        "failures",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ORDERS_CSV": "orders.csv", "BUGGY_FLUSH": "1"}
+    found = subprocess.run(
+        [sys.executable, "-m", "harness", *command],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+    )
+    assert found.returncode == 1, found.stdout + found.stderr
+    assert not (tmp_path / "orders.csv").exists()
+    [file] = (tmp_path / "failures").glob("*.json")
+    assert json.loads(file.read_text())["factory"]["args"]["env"]["BUGGY_FLUSH"] == "1"
+    # replayed without those variables in the environment: the file brings them back
+    assert _replays_and_renders(tmp_path / "failures", tmp_path) == 1
