@@ -9,11 +9,14 @@ declares the options, :func:`run` does the work and returns the exit code (0 VAL
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
+from harness._shown import describe_exception
 from harness.check.verdict import Guarantee, Status
 from harness.errors import ConfigError, HarnessError
 from harness.report.json_report import render_output
@@ -97,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
             driver_memory=args.driver_memory,
         )
         start = time.perf_counter()
-        result = check_parquet(args.history, guarantee, spark=spark)
+        with _quiet_logs(spark):
+            result = check_parquet(args.history, guarantee, spark=spark)
         if args.explain:
             print(
                 f"explain: {result.jobs} Spark jobs for {len(result.verdicts)} run"
@@ -126,3 +130,37 @@ def run(args: argparse.Namespace) -> int:
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return _ERROR_EXIT
+    except Exception as exc:  # fail closed: no verdict is ever exit code 1
+        print(
+            f"error: the Spark check of {args.history!s} failed: {describe_exception(exc)}",
+            file=sys.stderr,
+        )
+        return _ERROR_EXIT
+
+
+@contextlib.contextmanager
+def _quiet_logs(spark: Any) -> Iterator[None]:
+    """Spark's own log off while the check runs: a task that cannot read a file logs its
+    Java stack trace (hundreds of lines) before the check fails with one typed error,
+    which says the same on one line. Every configured logger's level is restored afterwards."""
+    try:
+        jvm = spark.sparkContext._jvm
+        context = jvm.org.apache.logging.log4j.LogManager.getContext(False)
+        config = context.getConfiguration()
+        loggers = [config.getRootLogger()] + [
+            config.getLoggers().get(name) for name in config.getLoggers().keySet().toArray()
+        ]
+        levels = [logger.getLevel() for logger in loggers]
+        for logger in loggers:
+            logger.setLevel(jvm.org.apache.logging.log4j.Level.OFF)
+        context.updateLoggers()
+    except Exception:  # not log4j 2, or no JVM: leave the logs alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):  # the JVM may be gone
+            for logger, level in zip(loggers, levels, strict=True):
+                logger.setLevel(level)
+            context.updateLoggers()
