@@ -708,3 +708,125 @@ def test_the_check_tunes_file_splits_only_while_it_runs(spark: Any, tmp_path: Pa
     finally:
         context.release()
     assert spark.conf.get(key, None) == before
+
+
+# ------------------------------------------------------------------ damaged files fail closed
+
+
+def damaged(tmp_path: Path) -> dict[str, Path]:
+    """A real history file damaged three ways: data pages overwritten (footer intact), the
+    footer overwritten, and a column gone (header kept, the file otherwise sound)."""
+    import pyarrow.parquet as pq
+
+    good = tmp_path / "good.parquet"
+    generate_history(good, records=4000, plan=Plan(lost=1))
+    data = bytearray(good.read_bytes())
+    footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    pages = bytearray(data)
+    for i in range(len(data) // 3, min(len(data) // 3 + 4000, footer - 1)):
+        pages[i] = (pages[i] * 7 + 13) % 256
+    broken_footer = bytearray(data)
+    for i in range(footer + 4, len(data) - 8):
+        broken_footer[i] = 0x55
+    files = {"pages": tmp_path / "pages.parquet", "footer": tmp_path / "footer.parquet"}
+    files["pages"].write_bytes(bytes(pages))
+    files["footer"].write_bytes(bytes(broken_footer))
+    table = pq.read_table(good)
+    files["schema"] = tmp_path / "schema.parquet"
+    pq.write_table(table.drop_columns(["record_id"]), files["schema"])
+    return files
+
+
+DAMAGE_SAID = {
+    "pages": "cannot read history file",
+    "footer": "not a Parquet file",
+    "schema": "missing column(s) ['record_id']",
+}
+
+
+def test_a_damaged_history_is_never_a_verdict_of_either_checker(spark: Any, tmp_path: Path) -> None:
+    """Pages, footer, schema: the local reader and the Spark checker both raise a typed
+    HarnessError naming the file (the pages only Spark's executors read: UnreadableHistory,
+    a CorruptData), and the CLI's local door exits 2 with one line."""
+    from harness.errors import HarnessError
+    from harness.spark import check_parquet
+    from harness.spark.check import UnreadableHistory
+
+    files = damaged(tmp_path)
+    for name, path in files.items():
+        with pytest.raises(HarnessError) as spark_error:
+            check_parquet(path, EO, spark=spark)
+        assert isinstance(spark_error.value, CorruptData), (name, spark_error.value)
+        assert str(path) in str(spark_error.value) and "\n" not in str(spark_error.value)
+        assert DAMAGE_SAID[name] in str(spark_error.value), str(spark_error.value)
+        if name == "pages":
+            assert isinstance(spark_error.value, UnreadableHistory)
+        with pytest.raises(CorruptData):
+            read_history(path)
+        local = subprocess.run(
+            [sys.executable, "-m", "harness", "check", str(path), "--guarantee", "exactly-once"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert local.returncode == 2, local
+        assert local.stderr.count("\n") == 1 and local.stderr.startswith("error: "), local.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "door",
+    [
+        ["-m", "harness", "check", "--spark"],
+        ["-m", "harness.spark.job"],  # what spark-submit runs
+    ],
+    ids=["check --spark", "spark-submit job"],
+)
+def test_damaged_pages_exit_2_with_one_line_on_the_spark_doors(
+    door: list[str], tmp_path: Path
+) -> None:
+    """The JVM's own stack traces stay off stderr: one ``error:`` line, exit code 2."""
+    path = damaged(tmp_path)["pages"]
+    extra = ["--guarantee", "exactly-once"]
+    result = subprocess.run(
+        [sys.executable, *door, str(path), *extra],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTEST_XDIST_WORKER": "damaged"},
+    )
+    assert result.returncode == 2, result
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: cannot read history file") and str(path) in lines[0]
+    assert result.stdout == ""
+
+
+def test_spark_failures_become_one_typed_line() -> None:
+    """The causes the checker names: a file Spark cannot read, Java out of memory, an
+    executor lost, the JVM gone."""
+    from harness.spark.check._failure import SparkCheckFailed, UnreadableHistory, failure
+
+    read = (
+        "An error occurred while calling o1.collectToPython.\n"
+        ": org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Encountered error "
+        "while reading file file:///data/h.parquet.  SQLSTATE: KD001\n\tat x.y(Z.scala:1)\n"
+        "Caused by: java.io.IOException: can not read class PageHeader\n\tat a.b(C.java:2)\n"
+        "Caused by: org.apache.thrift.TProtocolException: Required field missing\n"
+    )
+    error = failure(RuntimeError(read), "/data")
+    assert isinstance(error, UnreadableHistory) and isinstance(error, CorruptData)
+    assert str(error).startswith(
+        "cannot read history file '/data/h.parquet' (TProtocolException: Required field missing)"
+    )
+    memory = failure(RuntimeError("Caused by: java.lang.OutOfMemoryError: Java heap space"), "h")
+    assert type(memory) is SparkCheckFailed and "--driver-memory" in str(memory)
+    assert "Java heap space" in str(memory)
+    lost = failure(
+        RuntimeError("org.apache.spark.SparkException: Job aborted: ExecutorLostFailure (x)"), "h"
+    )
+    assert "an executor was lost" in str(lost)
+    gone = failure(ConnectionRefusedError(111, "Connection refused"), "h")
+    assert "the JVM went away" in str(gone)
+    for made in (error, memory, lost, gone):
+        assert "\n" not in str(made)

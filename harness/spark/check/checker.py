@@ -217,6 +217,10 @@ class _Run:
     invalid: bool = False
     stats: dict[str, int] = field(default_factory=dict)
     unexpected_records: int = 0
+    ordered_ok: bool = False
+    """Phase one's order certificate holds: no order rule fires (phase two skips them)."""
+    tables_ok: bool = False
+    """Phase one found every key of the aggregated table sinks right (or none to judge)."""
     local: dict[Guarantee, Verdict] | None = None
     """The verdicts of a run judged by the local checker's rules (see :data:`LOCAL_RUN_LIMIT`)."""
 
@@ -393,35 +397,46 @@ class _Checker:
     def _suspects(self, q: Any, fused: Fused, facts: DataFrame, live: list[int]) -> list[int]:
         """Phase one's end: the runs of ``live`` where the record totals, the order
         certificate (:func:`~harness.spark.check.queries.certified`) or the table counts
-        found something, or cannot tell; phase two judges only those. The others have no
-        anomaly: their verdicts are the totals' alone."""
-        plain = [n for n in live if self._plain(fused, n)]
-        quiet = q.certified(fused.groups, plain)
-        tables = [n for n in sorted(quiet) if self.runs[n].aggregated]
-        if tables:
-            counts = q.mismatched(
-                self.context, fused.tables, tables, self._keyed(q, fused, facts, tables)
-            )
-            for number in tables:
-                under, over = counts.get(number, (0, 0))
-                if over or (under and self.runs[number].settled):
-                    quiet.discard(number)
-        return [n for n in live if n not in quiet]
+        found something, or cannot tell; phase two judges only those, and only by the rules
+        phase one did not clear (:attr:`_Run.ordered_ok`, :attr:`_Run.tables_ok`). The
+        others have no anomaly: their verdicts are the totals' alone."""
+        shaped = [n for n in live if self._certifiable(fused, n)]
+        for number in q.certified(fused.groups, shaped):
+            self.runs[number].ordered_ok = True
+        tables = [n for n in live if self.runs[n].aggregated]
+        counts = (
+            q.mismatched(self.context, fused.tables, tables, self._keyed(q, fused, facts, tables))
+            if tables
+            else {}
+        )
+        for number in live:
+            under, over = counts.get(number, (0, 0))
+            state = self.runs[number]
+            state.tables_ok = not (over or (under and state.settled))
+        return [n for n in live if not (self._quiet(n) and self.runs[n].ordered_ok)]
 
-    def _plain(self, fused: Fused, number: int) -> bool:
-        """Whether the totals of run ``number`` show no anomaly and its shape is one the
-        order certificate covers (one reader, no rollback, no transaction abort, each
-        record read at most once, at most one ordered sink with one part a record)."""
+    def _quiet(self, number: int) -> bool:
+        """Whether the totals and the table counts of run ``number`` show no anomaly."""
         state = self.runs[number]
         summary = _summary_of(state)
-        totals = fused.totals[number]
         return (
             not state.stats.get("lost")
             and not state.stats.get("duplicates")
             and not state.unexpected_records
             and not summary.aborts
             and not summary.null_observes
-            and not summary.rollbacks
+            and state.tables_ok
+        )
+
+    def _certifiable(self, fused: Fused, number: int) -> bool:
+        """Whether run ``number`` has a shape the order certificate covers (one reader, no
+        rollback, each record read at most once, at most one ordered sink with one part a
+        record)."""
+        state = self.runs[number]
+        summary = _summary_of(state)
+        totals = fused.totals[number]
+        return (
+            not summary.rollbacks
             and summary.one_reader
             and not totals["multi_read"]
             and len(state.ordered_sinks) <= 1
@@ -450,14 +465,19 @@ class _Checker:
         """Per run in ``live``: the anomalies found, by (kind, class), with their exact
         counts and witnesses; runs that turn out to break the validator's append rule are
         marked invalid instead."""
-        for number in q.offset_violations(self.context, facts, live):
+        unsure = [n for n in live if not self.runs[n].ordered_ok]
+        for number in q.offset_violations(self.context, facts, unsure) if unsure else ():
             self.runs[number].invalid = True
         valid = [n for n in live if not self.runs[n].invalid]
         if not valid:
             return {}
         frames = self._record_frames(q, fused, facts, valid)
-        frames.extend(_orders(self._partition_pass(q, fused, valid)))
+        ordering = [n for n in valid if not self.runs[n].ordered_ok]
+        if ordering:
+            frames.extend(_orders(self._partition_pass(q, fused, ordering)))
         frames.extend(self._other_frames(q, fused, facts, valid))
+        if not frames:
+            return {}
         return self._collected(q, frames, valid, facts)
 
     def _partition_pass(self, q: Any, fused: Fused, runs: list[int]) -> DataFrame:
@@ -501,8 +521,9 @@ class _Checker:
     ) -> list[DataFrame]:
         """Occurrence frames of ordered sinks, table sinks, aborted transactions and outputs
         without a record, for the runs that have them."""
-        frames = self._nonmonotonic(q, fused, facts, valid)
-        with_tables = [n for n in valid if self.runs[n].aggregated]
+        ordering = [n for n in valid if not self.runs[n].ordered_ok]
+        frames = self._nonmonotonic(q, fused, facts, ordering)
+        with_tables = [n for n in valid if self.runs[n].aggregated and not self.runs[n].tables_ok]
         if with_tables:
             # runs with appended records never acknowledged leave those out of their keys
             keyed = self._keyed(q, fused, facts, with_tables)

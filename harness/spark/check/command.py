@@ -86,47 +86,19 @@ def _partitions(args: argparse.Namespace) -> int:
     return 16
 
 
-def run(args: argparse.Namespace) -> int:
-    """Check ``args.history`` and report; returns the exit code (never raises
-    :class:`HarnessError`: it is printed as ``error: ...`` and gives exit code 2)."""
+def run(args: argparse.Namespace, live: Any = None) -> int:
+    """Check ``args.history`` and report; returns the exit code (never raises: an error is
+    printed as one ``error: ...`` line and gives exit code 2). ``live``: the
+    ``LiveProgress`` to draw on (its total: the history's rows), else one is made here."""
     try:
-        from harness.spark.check.checker import check_parquet
-        from harness.spark.session import spark_session
+        from harness.report.live import LiveProgress
+        from harness.spark.source import discover_runs
 
-        guarantee = Guarantee(args.guarantee)
-        spark = spark_session(
-            args.master,
-            shuffle_partitions=_partitions(args),
-            driver_memory=args.driver_memory,
-        )
-        start = time.perf_counter()
-        with _quiet_logs(spark):
-            result = check_parquet(args.history, guarantee, spark=spark)
-        if args.explain:
-            print(
-                f"explain: {result.jobs} Spark jobs for {len(result.verdicts)} run"
-                f"{'s' if len(result.verdicts) != 1 else ''} in "
-                f"{time.perf_counter() - start:.1f} s",
-                file=sys.stderr,
-            )
-        text = render_output(  # the envelope of every command's --json
-            "check-spark",
-            result.status,
-            result.summary().splitlines()[0],
-            guarantee=result.guarantee.value,
-            runs=result.to_json()["runs"],
-        )
-        if args.out is None:
-            print(text)
-        else:
-            try:
-                args.out.write_text(text + "\n", encoding="utf-8")
-            except OSError as exc:
-                raise ConfigError(
-                    f"cannot write the verdict to {str(args.out)!r}: {exc.strerror}"
-                ) from None
-            print(result.summary())
-        return EXIT_CODES[result.status]
+        rows = sum(run.rows for run in discover_runs(args.history))
+        if live is not None:
+            return _checked(args, live, rows)
+        with LiveProgress(f"check-spark {args.history}", rows, units="rows") as own:
+            return _checked(args, own, rows)
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return _ERROR_EXIT
@@ -136,6 +108,50 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return _ERROR_EXIT
+
+
+def _checked(args: argparse.Namespace, live: Any, rows: int) -> int:
+    """:func:`run`'s work, with progress on ``live``."""
+    from harness.spark.check._watch import watched
+    from harness.spark.check.checker import check_parquet
+    from harness.spark.session import spark_session
+
+    guarantee = Guarantee(args.guarantee)
+    live.step(detail="starting Spark")
+    spark = spark_session(
+        args.master,
+        shuffle_partitions=_partitions(args),
+        driver_memory=args.driver_memory,
+    )
+    start = time.perf_counter()
+    with _quiet_logs(spark), watched(spark, live, rows):
+        result = check_parquet(args.history, guarantee, spark=spark)
+    live.close()
+    if args.explain:
+        print(
+            f"explain: {result.jobs} Spark jobs for {len(result.verdicts)} run"
+            f"{'s' if len(result.verdicts) != 1 else ''} in "
+            f"{time.perf_counter() - start:.1f} s",
+            file=sys.stderr,
+        )
+    text = render_output(  # the envelope of every command's --json
+        "check-spark",
+        result.status,
+        result.summary().splitlines()[0],
+        guarantee=result.guarantee.value,
+        runs=result.to_json()["runs"],
+    )
+    if args.out is None:
+        print(text)
+    else:
+        try:
+            args.out.write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write the verdict to {str(args.out)!r}: {exc.strerror}"
+            ) from None
+        print(result.summary())
+    return EXIT_CODES[result.status]
 
 
 @contextlib.contextmanager

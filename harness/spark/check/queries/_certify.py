@@ -84,8 +84,9 @@ def _rows(groups: DataFrame, runs: Sequence[int]) -> DataFrame:
 def _checks(rows: DataFrame) -> Column:
     """True for a row its certificate does not cover (see the module docstring)."""
     order = Window.partitionBy("run", "pno").orderBy("key", "typ", "pos")
+    # running frames only: a frame over the whole partition would buffer it (fetches sort
+    # first, so at any record the running count and last fetch are the partition's)
     before = order.rowsBetween(Window.unboundedPreceding, -1)
-    whole = order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     typ = F.col("typ")
     record = typ == _RECORD
     read = F.col("read")
@@ -97,8 +98,8 @@ def _checks(rows: DataFrame) -> Column:
     prev_read = last(record & read.isNotNull(), F.struct(F.col("key").alias("o"), read.alias("p")))
     prev_ord = last(record & F.col("ord").isNotNull(), F.col("ord"))
     prev_commit = last(typ == _COMMIT, F.col("pos"))
-    fetches = F.count(F.when(typ == _FETCH, 1)).over(whole)
-    fetch = F.first(F.when(typ == _FETCH, F.struct("pos", "off")), True).over(whole)
+    fetches = F.count(F.when(typ == _FETCH, 1)).over(before)
+    fetch = last(typ == _FETCH, F.struct("pos", "off"))
     appended = prev_record.isNull() | (
         (F.col("key") > prev_record["o"]) & (F.col("pos") > prev_record["p"])
     )
