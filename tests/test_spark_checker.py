@@ -764,7 +764,8 @@ def test_a_damaged_history_is_never_a_verdict_of_either_checker(spark: Any, tmp_
         with pytest.raises(CorruptData):
             read_history(path)
         local = subprocess.run(
-            [sys.executable, "-m", "harness", "check", str(path), "--guarantee", "exactly-once"],
+            [sys.executable, "-m", "harness", "check", str(path), "--guarantee", "exactly-once"]
+            + ["--engine", "local"],  # noqa: RUF005 (the door, then the engine)
             capture_output=True,
             text=True,
             check=False,
@@ -796,7 +797,11 @@ def test_damaged_pages_exit_2_with_one_line_on_the_spark_doors(
         env={**os.environ, "PYTEST_XDIST_WORKER": "damaged"},
     )
     assert result.returncode == 2, result
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    # the JVM's own start-up notice, printed before any harness code runs under spark-submit
+    notice = "WARNING: Using incubator modules"
+    lines = [
+        line for line in result.stderr.splitlines() if line.strip() and not line.startswith(notice)
+    ]
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("error: cannot read history file") and str(path) in lines[0]
     assert result.stdout == ""
@@ -830,3 +835,32 @@ def test_spark_failures_become_one_typed_line() -> None:
     assert "the JVM went away" in str(gone)
     for made in (error, memory, lost, gone):
         assert "\n" not in str(made)
+
+
+def test_the_progress_line_follows_sparks_stages_and_the_rows_read(
+    spark: Any, tmp_path: Path
+) -> None:
+    """What the live line shows, read from Spark's status tracker and status store: the
+    running stages with their tasks, and the rows the check's stages read (at least the
+    history's rows: the fused pass scans them all)."""
+    from harness.spark import check_parquet
+    from harness.spark.check._watch import _line, _stages, watched
+
+    generated = generate_history(tmp_path / "h.parquet", records=2000)
+
+    class Line:
+        enabled = True
+        steps: list[dict[str, Any]] = []  # noqa: RUF012 (one instance)
+
+        def step(self, **fields: Any) -> None:
+            self.steps.append(fields)
+
+    line = Line()
+    seen = {int(stage.stageId()) for stage in _stages(spark)}
+    with watched(spark, line, generated.events):
+        check_parquet(generated.path, EO, spark=spark)
+    assert line.steps[0] == {"completed": 0, "detail": "planning"}
+    read, detail = _line(spark, seen)
+    assert read >= generated.events
+    assert re.fullmatch(r"(planning|(stage \d+ \d+/\d+ tasks(, )?)+); [\d,]+ rows read", detail)
+    assert all(step["completed"] <= generated.events for step in line.steps)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Final
 
 from harness.cli._common import GUARANTEES, exit_code
-from harness.errors import ConfigError
+from harness.errors import ConfigError, CorruptData
 
 __all__ = ["DESCRIPTION", "add_arguments", "main"]
 
@@ -78,6 +78,8 @@ def main(args: argparse.Namespace) -> int:
             raise ConfigError(
                 f"cannot read history {str(args.history)!r}: {exc.strerror}"
             ) from None
+        except CorruptData as exc:  # pyarrow's causes span lines: the error is one line
+            raise CorruptData(" ".join(str(exc).split())) from None
         live.step(detail=f"checking {len(history.events)} events")
         verdict = check(history, Guarantee(args.guarantee))
     headline = f"{args.guarantee} for {args.history}: {verdict.status.name}"

@@ -20,13 +20,21 @@ __all__ = ["watched"]
 _POLL_SECONDS: Final = 0.5
 
 
+def _stages(spark: Any) -> list[Any]:
+    """Every stage the status store knows (``v1.StageData``), without task details (its
+    Scala method's default arguments given: py4j sees none)."""
+    context = spark.sparkContext
+    store = context._jsc.sc().statusStore()
+    no_quantiles = context._gateway.new_array(context._jvm.double, 0)
+    stages = store.stageList(None, False, False, no_quantiles, None)
+    return [stages.apply(i) for i in range(stages.size())]
+
+
 def _rows_read(spark: Any, seen: set[int]) -> int:
     """Input records of the stages started since the watch began (ids not in ``seen``)."""
-    total = 0
-    for stage in spark.sparkContext._jsc.sc().statusStore().stageList(None):
-        if int(stage.stageId()) not in seen:
-            total += int(stage.inputRecords())
-    return total
+    return sum(
+        int(stage.inputRecords()) for stage in _stages(spark) if int(stage.stageId()) not in seen
+    )
 
 
 def _line(spark: Any, seen: set[int]) -> tuple[int, str]:
@@ -49,9 +57,7 @@ def watched(spark: Any, live: Any, rows: int) -> Iterator[None]:
         yield
         return
     try:
-        seen = {
-            int(s.stageId()) for s in spark.sparkContext._jsc.sc().statusStore().stageList(None)
-        }
+        seen = {int(stage.stageId()) for stage in _stages(spark)}
     except Exception:  # no status store to read: no line
         yield
         return

@@ -100,7 +100,7 @@ def run(args: argparse.Namespace, live: Any = None) -> int:
         with LiveProgress(f"check-spark {args.history}", rows, units="rows") as own:
             return _checked(args, own, rows)
     except HarnessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
         return _ERROR_EXIT
     except Exception as exc:  # fail closed: no verdict is ever exit code 1
         print(

@@ -30,10 +30,10 @@ __all__ = [
     "choose_engine",
 ]
 
-SPARK_FROM_EVENTS: Final = 6_000_000
+SPARK_FROM_EVENTS: Final = 4_000_000
 """From this many events Spark (``local[2]``, JVM start included) is faster than the local
 checker on the machine of ``docs/spark.md``'s figures (2 cores)."""
-LOCAL_BYTES_PER_EVENT: Final = 1_300
+LOCAL_BYTES_PER_EVENT: Final = 600
 """The local checker's peak memory per event (read, indexed and checked), measured."""
 _MEMORY_SHARE: Final = 0.5
 """The local checker may take at most this share of the available memory."""
