@@ -763,9 +763,9 @@ def test_a_damaged_history_is_never_a_verdict_of_either_checker(spark: Any, tmp_
             assert isinstance(spark_error.value, UnreadableHistory)
         with pytest.raises(CorruptData):
             read_history(path)
+        door = ["-m", "harness", "check", str(path), "--guarantee", "exactly-once"]
         local = subprocess.run(
-            [sys.executable, "-m", "harness", "check", str(path), "--guarantee", "exactly-once"]
-            + ["--engine", "local"],  # noqa: RUF005 (the door, then the engine)
+            [sys.executable, *door, "--engine", "local"],
             capture_output=True,
             text=True,
             check=False,
