@@ -47,8 +47,8 @@ def _engine(args: argparse.Namespace) -> str:
     """The engine to run, printing the automatic choice and its reason on stderr."""
     if args.spark or args.engine == "spark":
         return "spark"
-    if args.engine == "local":
-        return "local"
+    if args.engine == "local" or not (args.history.suffix == ".parquet" or args.history.is_dir()):
+        return "local"  # only the local checker reads JSONL: no choice to print
     from harness.spark.check.engine import choose_engine
 
     choice = choose_engine(args.history)
