@@ -864,3 +864,33 @@ def test_the_progress_line_follows_sparks_stages_and_the_rows_read(
     assert read >= generated.events
     assert re.fullmatch(r"(planning|(stage \d+ \d+/\d+ tasks(, )?)+); [\d,]+ rows read", detail)
     assert all(step["completed"] <= generated.events for step in line.steps)
+
+
+def test_the_order_certificate_clears_a_sound_run_and_no_run_with_an_order_anomaly(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Phase one's certificate holds for a correct generated run and fails for each order
+    anomaly planted alone (so phase two judges those runs exactly)."""
+    from harness.spark.check import queries as q
+    from harness.spark.source import discover_runs
+
+    plans = {
+        "clean": Plan(),
+        "lost": Plan(lost=1),  # not an order anomaly: its run stays certified
+        "skipped": Plan(skipped=1),
+        "reordered": Plan(reordered=1),
+        "ahead": Plan(ahead=1),
+        "regressed": Plan(regressed=1),
+    }
+    for name, plan in plans.items():
+        generate_history(
+            tmp_path / f"run_id={name}" / "history.parquet", records=3000, plan=plan, run_id=name
+        )
+    runs = discover_runs(tmp_path)
+    context = q.load(spark, runs, 2)
+    try:
+        fused = q.fused(context)
+        certified = q.certified(fused.groups, list(range(len(runs))))
+    finally:
+        context.release()
+    assert {runs[n].run_id for n in certified} == {"clean", "lost"}
