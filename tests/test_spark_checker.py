@@ -245,14 +245,14 @@ def test_generated_anomalies_are_found_with_exact_counts_and_match_the_local_che
 
 VALID_JOBS = 16
 """The most Spark jobs a VALID history with an ordered log sink and a table sink may cost
-(each shuffle is a stage, run as a job of its own): the fused pass (its shuffle by record,
-the cache of the groups, the shuffle of the totals and their collect: 4), the validator's
-append rule over the cached records (2), the table aggregates (the count of each key's
-inputs from a scan of the appends, their shuffle, the kept result and the probe for a wrong
-key: 3-4), and the ranking of every kind's occurrences in one collect (the partition pass's
-sort, the ordered sink's sort, the ranking shuffle and the result: about 5). No witness
-query runs and nothing runs run by run (the checker before the fused pass took about 50
-jobs for such a history)."""
+(each shuffle is a stage, run as a job): phase one only, that is the fused pass (its shuffle
+by record, the cache of the groups, the shuffle of the totals and their collect: 4), the
+order certificate (one shuffle and sort of the records, commits and fetches, and its
+result: 2) and the table counts (the count of each key's inputs from a scan of the appends,
+their shuffle, the join with the table values, the per-run counts: about 4). Phase two (the
+append-offset rule, the partition pass, the ranking query, the witnesses) does not run for
+it, and nothing runs run by run (the checker before the fused pass took about 50 jobs for
+such a history)."""
 
 
 @pytest.mark.slow
