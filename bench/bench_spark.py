@@ -23,6 +23,12 @@ Issue 5. Steps:
    count-mismatch, nonmonotonic, skip, offset-ahead, offset-regression, the first witnesses
    of each). Prints its rate and Spark's rate as a fraction of it.
 
+Issue 27: step 2 also checks a VALID history of the same size (``--skip-valid`` leaves it
+out) and times, for each file, the least work any per-record check does (every group of a
+``groupBy("record_id").count()`` written to the no-op sink, once before and once after the
+check, averaged): a VALID history within 3x that count, the planted one within 4x, and at
+most 5 Spark jobs for the VALID one (printed, not asserted).
+
 Both checkers' anomaly counts are compared with the generator's exact answer; a mismatch is
 printed as an error (exit code 1). Also printed: the number of Spark jobs of the check, the
 time of a bare Spark scan of the same file and the load average (the machine is shared:
@@ -59,6 +65,12 @@ checker no longer exists; override it with ``--old-rate``)."""
 OLD_TARGET = 20.0
 """Issue 15: the Spark checker at least 20x the rate of the checker before the fused pass."""
 PLAN = Plan(lost=3, duplicated=3)
+VALID_TARGET = 3.0
+"""Issue 27: a VALID history within 3x the time of a per-record count of the same file."""
+PLANTED_TARGET = 4.0
+"""Issue 27: a history with a few planted anomalies within 4x its per-record count."""
+VALID_JOBS = 5
+"""Issue 27: at most this many Spark jobs for a VALID history."""
 
 
 @dataclass(frozen=True)
@@ -71,9 +83,10 @@ class Target:
     expected: dict[str, int]
 
 
-def _generate(args: argparse.Namespace, folder: Path) -> Target:
+def _generate(args: argparse.Namespace, folder: Path, plan: Plan = PLAN) -> Target:
     records = max(1, args.records // EVENTS_PER_RECORD)
-    path = folder / f"history-{records}-{args.partitions}-{args.keys}.parquet"
+    tag = "" if plan == PLAN else "-valid" if plan == Plan() else f"-{abs(hash(plan))}"
+    path = folder / f"history-{records}-{args.partitions}-{args.keys}{tag}.parquet"
     answer = Path(f"{path}.json")
     if path.exists() and answer.exists():
         saved = json.loads(answer.read_text(encoding="utf-8"))
@@ -81,7 +94,7 @@ def _generate(args: argparse.Namespace, folder: Path) -> Target:
         return Target(str(path), "generated", saved["events"], saved["expected"])
     start = time.perf_counter()
     generated = generate_history(
-        path, records=records, partitions=args.partitions, keys=args.keys, plan=PLAN
+        path, records=records, partitions=args.partitions, keys=args.keys, plan=plan
     )
     expected = {kind.value: count for kind, count in generated.occurrences.items()}
     answer.write_text(json.dumps({"events": generated.events, "expected": expected}))
@@ -128,8 +141,11 @@ def _grouped(spark: Any, path: str) -> float:
     return time.perf_counter() - start
 
 
-def _spark(args: argparse.Namespace, generated: Target, folder: Path) -> tuple[float, float]:
-    """The checker's rate, and its time over a bare scan's."""
+def _spark(
+    args: argparse.Namespace, generated: Target, valid: Target | None, folder: Path
+) -> tuple[float, float]:
+    """The checker's rate, and its time over a bare scan's; with ``valid``, the same
+    history without anomalies too, each against its own per-record count (issue 27)."""
     from harness.spark import check_parquet, spark_session
 
     spark = spark_session(
@@ -143,33 +159,48 @@ def _spark(args: argparse.Namespace, generated: Target, folder: Path) -> tuple[f
     start = time.perf_counter()
     check_parquet(warm, Guarantee.EXACTLY_ONCE, spark=spark)
     print(f"spark warm-up (200k events, untimed): {time.perf_counter() - start:.1f} s")
-    start = time.perf_counter()
-    result = check_parquet(generated.path, Guarantee.EXACTLY_ONCE, spark=spark)
-    elapsed = time.perf_counter() - start
-    verdict = result.to_json()["runs"][generated.run_id]
-    rate = generated.events / elapsed
-    print(
-        f"spark {args.master}: {generated.events:,} events in {elapsed:.1f} s = "
-        f"{rate / 1e6:.2f} M events/s; status {verdict['status']}; {result.jobs} Spark jobs"
-    )
+    verdicts = []
+    for target, limit in [(valid, VALID_TARGET), (generated, PLANTED_TARGET)]:
+        if target is None:
+            continue
+        floor = _grouped(spark, target.path)
+        start = time.perf_counter()
+        result = check_parquet(target.path, Guarantee.EXACTLY_ONCE, spark=spark)
+        elapsed = time.perf_counter() - start
+        floor = (floor + _grouped(spark, target.path)) / 2
+        verdict = result.to_json()["runs"][target.run_id]
+        rate = target.events / elapsed
+        verdicts.append((target, verdict, elapsed, rate))
+        name = "VALID" if target is valid else "planted"
+        print(
+            f"spark {args.master}, {name} history: {target.events:,} events in {elapsed:.1f} s "
+            f"= {rate / 1e6:.2f} M events/s; status {verdict['status']}; {result.jobs} Spark "
+            f"jobs"
+            + (
+                f" (target <= {VALID_JOBS}: {'met' if result.jobs <= VALID_JOBS else 'NOT met'})"
+                if target is valid
+                else ""
+            )
+        )
+        print(
+            f"  per-record count of the same file (one shuffle by record id, nothing "
+            f"checked; mean of one before and one after the check): {floor:.1f} s; checker / "
+            f"that {elapsed / floor:.1f} (target <= {limit}: "
+            f"{'met' if elapsed / floor <= limit else 'NOT met'})"
+        )
+        _compare("spark", _counts(verdict), target)
+    target, verdict, elapsed, rate = verdicts[-1]
     print(
         f"  peak driver JVM RSS {_peak_rss_kib(jvm_pid) / 2**20:.2f} GiB "
         f"(heap limit {args.driver_memory}); Python driver peak RSS "
         f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB"
     )
-    _compare("spark", _counts(verdict), generated)
     scan = _scan(spark, generated.path)
     print(
-        f"  bare Spark scan of the same file: {scan:.1f} s = "
+        f"  bare Spark scan of the planted file: {scan:.1f} s = "
         f"{generated.events / scan / 1e6:.2f} M events/s; checker / scan time "
-        f"{elapsed / scan:.1f} (target <= {SCAN_TARGET}: "
+        f"{elapsed / scan:.1f} (issue 15's target <= {SCAN_TARGET}: "
         f"{'met' if elapsed / scan <= SCAN_TARGET else 'NOT met'})"
-    )
-    floor = _grouped(spark, generated.path)
-    print(
-        f"  bare per-record count of the same file (one shuffle by record id, nothing "
-        f"checked): {floor:.1f} s = {floor / scan:.1f} bare scans; checker / that "
-        f"{elapsed / floor:.1f}"
     )
     from harness.spark import stop_spark_session
 
@@ -468,7 +499,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-duckdb", action="store_true")
     parser.add_argument("--duckdb-memory", default="8GB", help="DuckDB memory_limit")
     parser.add_argument("--skip-spark", action="store_true")
-    parser.add_argument("--keep", action="store_true", help="keep the generated file")
+    parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    parser.add_argument(
+        "--skip-valid", action="store_true", help="no VALID history (the planted one only)"
+    )
     parser.add_argument(
         "--old-rate", type=float, default=OLD_RATE, help="the old checker's events/s (recorded)"
     )
@@ -478,7 +512,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.dir}: {free / 2**30:.0f} GiB free; cpu count {os.cpu_count()}")
     print("load average at start (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
     generated = _generate(args, args.dir)
-    spark_rate = 0.0 if args.skip_spark else _spark(args, generated, args.dir)[0]
+    valid = None if args.skip_valid else _generate(args, args.dir, Plan())
+    spark_rate = 0.0 if args.skip_spark else _spark(args, generated, valid, args.dir)[0]
     duck_rate = 0.0 if args.skip_duckdb else _duckdb(args, generated, args.dir)
     print("load average at end (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
     if spark_rate:
@@ -495,8 +530,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{'met' if ratio >= RATIO_TARGET else 'NOT met'})"
         )
     if not args.keep:
-        Path(generated.path).unlink(missing_ok=True)
-        Path(generated.path + ".json").unlink(missing_ok=True)
+        for target in (generated, valid):
+            if target is not None:
+                Path(target.path).unlink(missing_ok=True)
+                Path(target.path + ".json").unlink(missing_ok=True)
     (args.dir / "warmup.parquet").unlink(missing_ok=True)
     return 1 if FAILED else 0
 

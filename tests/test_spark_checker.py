@@ -245,14 +245,14 @@ def test_generated_anomalies_are_found_with_exact_counts_and_match_the_local_che
 
 VALID_JOBS = 16
 """The most Spark jobs a VALID history with an ordered log sink and a table sink may cost
-(each shuffle is a stage, run as a job of its own): the fused pass (its shuffle by record,
-the cache of the groups, the shuffle of the totals and their collect: 4), the validator's
-append rule over the cached records (2), the table aggregates (the count of each key's
-inputs from a scan of the appends, their shuffle, the kept result and the probe for a wrong
-key: 3-4), and the ranking of every kind's occurrences in one collect (the partition pass's
-sort, the ordered sink's sort, the ranking shuffle and the result: about 5). No witness
-query runs and nothing runs run by run (the checker before the fused pass took about 50
-jobs for such a history)."""
+(each shuffle is a stage, run as a job): phase one only, that is the fused pass (its shuffle
+by record, the cache of the groups, the shuffle of the totals and their collect: 4), the
+order certificate (one shuffle and sort of the records, commits and fetches, and its
+result: 2) and the table counts (the count of each key's inputs from a scan of the appends,
+their shuffle, the join with the table values, the per-run counts: about 4). Phase two (the
+append-offset rule, the partition pass, the ranking query, the witnesses) does not run for
+it, and nothing runs run by run (the checker before the fused pass took about 50 jobs for
+such a history)."""
 
 
 @pytest.mark.slow
@@ -708,3 +708,189 @@ def test_the_check_tunes_file_splits_only_while_it_runs(spark: Any, tmp_path: Pa
     finally:
         context.release()
     assert spark.conf.get(key, None) == before
+
+
+# ------------------------------------------------------------------ damaged files fail closed
+
+
+def damaged(tmp_path: Path) -> dict[str, Path]:
+    """A real history file damaged three ways: data pages overwritten (footer intact), the
+    footer overwritten, and a column gone (header kept, the file otherwise sound)."""
+    import pyarrow.parquet as pq
+
+    good = tmp_path / "good.parquet"
+    generate_history(good, records=4000, plan=Plan(lost=1))
+    data = bytearray(good.read_bytes())
+    footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    pages = bytearray(data)
+    for i in range(len(data) // 3, min(len(data) // 3 + 4000, footer - 1)):
+        pages[i] = (pages[i] * 7 + 13) % 256
+    broken_footer = bytearray(data)
+    for i in range(footer + 4, len(data) - 8):
+        broken_footer[i] = 0x55
+    files = {"pages": tmp_path / "pages.parquet", "footer": tmp_path / "footer.parquet"}
+    files["pages"].write_bytes(bytes(pages))
+    files["footer"].write_bytes(bytes(broken_footer))
+    table = pq.read_table(good)
+    files["schema"] = tmp_path / "schema.parquet"
+    pq.write_table(table.drop_columns(["record_id"]), files["schema"])
+    return files
+
+
+DAMAGE_SAID = {
+    "pages": "cannot read history file",
+    "footer": "not a Parquet file",
+    "schema": "missing column(s) ['record_id']",
+}
+
+
+def test_a_damaged_history_is_never_a_verdict_of_either_checker(spark: Any, tmp_path: Path) -> None:
+    """Pages, footer, schema: the local reader and the Spark checker both raise a typed
+    HarnessError naming the file (the pages only Spark's executors read: UnreadableHistory,
+    a CorruptData), and the CLI's local door exits 2 with one line."""
+    from harness.errors import HarnessError
+    from harness.spark import check_parquet
+    from harness.spark.check import UnreadableHistory
+
+    files = damaged(tmp_path)
+    for name, path in files.items():
+        with pytest.raises(HarnessError) as spark_error:
+            check_parquet(path, EO, spark=spark)
+        assert isinstance(spark_error.value, CorruptData), (name, spark_error.value)
+        assert str(path) in str(spark_error.value) and "\n" not in str(spark_error.value)
+        assert DAMAGE_SAID[name] in str(spark_error.value), str(spark_error.value)
+        if name == "pages":
+            assert isinstance(spark_error.value, UnreadableHistory)
+        with pytest.raises(CorruptData):
+            read_history(path)
+        door = ["-m", "harness", "check", str(path), "--guarantee", "exactly-once"]
+        local = subprocess.run(
+            [sys.executable, *door, "--engine", "local"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert local.returncode == 2, local
+        assert local.stderr.count("\n") == 1 and local.stderr.startswith("error: "), local.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "door",
+    [
+        ["-m", "harness", "check", "--spark"],
+        ["-m", "harness.spark.job"],  # what spark-submit runs
+    ],
+    ids=["check --spark", "spark-submit job"],
+)
+def test_damaged_pages_exit_2_with_one_line_on_the_spark_doors(
+    door: list[str], tmp_path: Path
+) -> None:
+    """The JVM's own stack traces stay off stderr: one ``error:`` line, exit code 2."""
+    path = damaged(tmp_path)["pages"]
+    extra = ["--guarantee", "exactly-once"]
+    result = subprocess.run(
+        [sys.executable, *door, str(path), *extra],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTEST_XDIST_WORKER": "damaged"},
+    )
+    assert result.returncode == 2, result
+    # the JVM's own start-up notice, printed before any harness code runs under spark-submit
+    notice = "WARNING: Using incubator modules"
+    lines = [
+        line for line in result.stderr.splitlines() if line.strip() and not line.startswith(notice)
+    ]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: cannot read history file") and str(path) in lines[0]
+    assert result.stdout == ""
+
+
+def test_spark_failures_become_one_typed_line() -> None:
+    """The causes the checker names: a file Spark cannot read, Java out of memory, an
+    executor lost, the JVM gone."""
+    from harness.spark.check._failure import SparkCheckFailed, UnreadableHistory, failure
+
+    read = (
+        "An error occurred while calling o1.collectToPython.\n"
+        ": org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Encountered error "
+        "while reading file file:///data/h.parquet.  SQLSTATE: KD001\n\tat x.y(Z.scala:1)\n"
+        "Caused by: java.io.IOException: can not read class PageHeader\n\tat a.b(C.java:2)\n"
+        "Caused by: org.apache.thrift.TProtocolException: Required field missing\n"
+    )
+    error = failure(RuntimeError(read), "/data")
+    assert isinstance(error, UnreadableHistory) and isinstance(error, CorruptData)
+    assert str(error).startswith(
+        "cannot read history file '/data/h.parquet' (TProtocolException: Required field missing)"
+    )
+    memory = failure(RuntimeError("Caused by: java.lang.OutOfMemoryError: Java heap space"), "h")
+    assert type(memory) is SparkCheckFailed and "--driver-memory" in str(memory)
+    assert "Java heap space" in str(memory)
+    lost = failure(
+        RuntimeError("org.apache.spark.SparkException: Job aborted: ExecutorLostFailure (x)"), "h"
+    )
+    assert "an executor was lost" in str(lost)
+    gone = failure(ConnectionRefusedError(111, "Connection refused"), "h")
+    assert "the JVM went away" in str(gone)
+    for made in (error, memory, lost, gone):
+        assert "\n" not in str(made)
+
+
+def test_the_progress_line_follows_sparks_stages_and_the_rows_read(
+    spark: Any, tmp_path: Path
+) -> None:
+    """What the live line shows, read from Spark's status tracker and status store: the
+    running stages with their tasks, and the rows the check's stages read (at least the
+    history's rows: the fused pass scans them all)."""
+    from harness.spark import check_parquet
+    from harness.spark.check._watch import _line, _stages, watched
+
+    generated = generate_history(tmp_path / "h.parquet", records=2000)
+
+    class Line:
+        enabled = True
+        steps: list[dict[str, Any]] = []  # noqa: RUF012 (one instance)
+
+        def step(self, **fields: Any) -> None:
+            self.steps.append(fields)
+
+    line = Line()
+    seen = {int(stage.stageId()) for stage in _stages(spark)}
+    with watched(spark, line, generated.events):
+        check_parquet(generated.path, EO, spark=spark)
+    assert line.steps[0] == {"completed": 0, "detail": "planning"}
+    read, detail = _line(spark, seen)
+    assert read >= generated.events
+    assert re.fullmatch(r"(planning|(stage \d+ \d+/\d+ tasks(, )?)+); [\d,]+ rows read", detail)
+    assert all(step["completed"] <= generated.events for step in line.steps)
+
+
+def test_the_order_certificate_clears_a_sound_run_and_no_run_with_an_order_anomaly(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Phase one's certificate holds for a correct generated run and fails for each order
+    anomaly planted alone (so phase two judges those runs exactly)."""
+    from harness.spark.check import queries as q
+    from harness.spark.source import discover_runs
+
+    plans = {
+        "clean": Plan(),
+        "lost": Plan(lost=1),  # not an order anomaly: its run stays certified
+        "skipped": Plan(skipped=1),
+        "reordered": Plan(reordered=1),
+        "ahead": Plan(ahead=1),
+        "regressed": Plan(regressed=1),
+    }
+    for name, plan in plans.items():
+        generate_history(
+            tmp_path / f"run_id={name}" / "history.parquet", records=3000, plan=plan, run_id=name
+        )
+    runs = discover_runs(tmp_path)
+    context = q.load(spark, runs, 2)
+    try:
+        fused = q.fused(context)
+        certified = q.certified(fused.groups, list(range(len(runs))))
+    finally:
+        context.release()
+    assert {runs[n].run_id for n in certified} == {"clean", "lost"}

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Final
 
 from harness._shown import shown
 from harness.cli._common import GUARANTEES, exit_code
-from harness.errors import ConfigError
+from harness.errors import ConfigError, CorruptData
 
 __all__ = ["DESCRIPTION", "add_arguments", "main"]
 
-DESCRIPTION: Final = "Check a history file; --spark runs the Spark checker instead."
+DESCRIPTION: Final = (
+    "Check a history file with the local checker or Spark (--engine; auto picks by size)."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,10 +30,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
     parser.add_argument("--out", type=Path, default=None, help="also write the verdict JSON here")
     parser.add_argument(
+        "--engine",
+        choices=("auto", "local", "spark"),
+        default="auto",
+        help="which checker (same verdict): auto (default) picks Spark for a history too "
+        "large for the local checker to be faster or to fit in memory, the local checker "
+        "otherwise, and says why on stderr",
+    )
+    parser.add_argument(
         "--spark",
         action="store_true",
-        help="check with Spark (same verdict; see `check-spark` for cluster options)",
+        help="the same as --engine spark (see `check-spark` for cluster options)",
     )
+
+
+def _engine(args: argparse.Namespace) -> str:
+    """The engine to run, printing the automatic choice and its reason on stderr."""
+    if args.spark or args.engine == "spark":
+        return "spark"
+    if args.engine == "local" or not (args.history.suffix == ".parquet" or args.history.is_dir()):
+        return "local"  # only the local checker reads JSONL: no choice to print
+    from harness.spark.check.engine import choose_engine
+
+    choice = choose_engine(args.history)
+    print(f"engine: {choice.engine} ({choice.reason})", file=sys.stderr)
+    return choice.engine
 
 
 def main(args: argparse.Namespace) -> int:
@@ -39,7 +63,7 @@ def main(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         writable(args.out, "--out")  # before the history is read: one line, no partial file
-    if args.spark:
+    if _engine(args) == "spark":
         from harness.cli.check_spark import run_spark_command
 
         return run_spark_command(
@@ -59,6 +83,8 @@ def main(args: argparse.Namespace) -> int:
             raise ConfigError(
                 f"cannot read history {shown(str(args.history))}: {exc.strerror}"
             ) from None
+        except CorruptData as exc:  # pyarrow's causes span lines: the error is one line
+            raise CorruptData(" ".join(str(exc).split())) from None
         live.step(detail=f"checking {len(history.events)} events")
         verdict = check(history, Guarantee(args.guarantee))
     headline = f"{args.guarantee} for {args.history}: {verdict.status.name}"

@@ -69,13 +69,14 @@ def _jsonl_hint(path: str) -> str | None:
     )
 
 
-def preflight(history: str) -> int:
+def preflight(history: str) -> tuple[int, int]:
     """Check that ``history`` holds history Parquet files, without starting Spark; returns
-    the number of runs found."""
+    the number of runs found and their rows (events)."""
     from harness.spark.source import discover_runs
 
     try:
-        return len(discover_runs(history))
+        runs = discover_runs(history)
+        return len(runs), sum(run.rows for run in runs)
     except CorruptData as exc:
         hint = _jsonl_hint(history)
         if hint is None:
@@ -88,11 +89,11 @@ def main(args: argparse.Namespace) -> int:
     from harness.report.live import LiveProgress
 
     command = _command()
-    runs = preflight(str(args.history))
-    with LiveProgress(f"check-spark {args.history}", None, units="") as live:
-        live.step(detail=f"{runs} run{'s' if runs != 1 else ''}: starting Spark, then checking")
+    runs, rows = preflight(str(args.history))
+    with LiveProgress(f"check-spark {args.history}", rows, units="rows") as live:
+        live.step(detail=f"{runs} run{'s' if runs != 1 else ''}: starting Spark")
         with _without_incubator_notice():
-            return int(command.run(args))
+            return int(command.run(args, live))
 
 
 class NoticeFilter:

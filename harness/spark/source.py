@@ -125,7 +125,8 @@ def discover_runs(path: str | os.PathLike[str]) -> tuple[RunSource, ...]:
                 schema = parquet.schema_arrow
                 rows = parquet.metadata.num_rows
         except (pa.ArrowException, OSError, ValueError) as exc:
-            raise CorruptData(f"{shown}: not a Parquet file ({exc})") from exc
+            cause = " ".join(str(exc).split())  # pyarrow's text spans lines: one line
+            raise CorruptData(f"{shown}: not a Parquet file ({cause})") from exc
         meta = _parquet_meta(schema, shown)
         _check_parquet_columns(pa, schema, shown)
         for part in file_path[len(root) :].split("/"):

@@ -3,7 +3,9 @@
 * :func:`check_parquet` checks every run stored at a path (a history Parquet file, or a
   directory of them) against a guarantee and returns a :class:`SparkCheck` (a
   :class:`~harness.check.verdict.Verdict` per run, and the worst status);
-  :func:`analyze_parquet` runs the queries once for both guarantees.
+  :func:`analyze_parquet` runs the queries once for both guarantees. A check Spark cannot
+  read or plan raises :class:`SparkCheckFailed` (:class:`UnreadableHistory` for a damaged
+  file), never a verdict.
 * :func:`generate_history` writes large histories with anomalies planted at known places
   and returns the exact answer (:class:`GeneratedHistory`).
 * ``python -m harness check-spark`` and ``spark-submit harness/spark/job.py`` are the
@@ -14,6 +16,7 @@ The rules, the wording and the verdict assembly are :mod:`harness.check`'s (``wo
 idea). Importing it imports neither pyspark nor pyarrow.
 """
 
+from harness.spark.check._failure import SparkCheckFailed, UnreadableHistory
 from harness.spark.check.checker import Analysis, SparkCheck, analyze_parquet, check_parquet
 from harness.spark.check.generate import (
     EVENTS_PER_RECORD,
@@ -28,6 +31,8 @@ __all__ = [
     "GeneratedHistory",
     "Plan",
     "SparkCheck",
+    "SparkCheckFailed",
+    "UnreadableHistory",
     "analyze_parquet",
     "check_parquet",
     "generate_history",

@@ -27,8 +27,9 @@ from harness.check import wording
 from harness.check.policy import Finding, assemble, empty_stats, unknown, witness
 from harness.check.validate import MAX_PROBLEMS
 from harness.check.verdict import MAX_WITNESSES, AnomalyKind, Guarantee, Status, Verdict, Witness
-from harness.errors import ConfigError
+from harness.errors import ConfigError, HarnessError
 from harness.history.events import EndDetail, SinkKind
+from harness.spark.check._failure import failure, from_spark
 from harness.spark.check._format import lexicographic, problem_message
 from harness.spark.check._occurrence import COLUMNS, Occurrence
 from harness.spark.session import require_pyspark
@@ -134,8 +135,11 @@ def check_parquet(
     master ``spark-submit`` gave). Raises :class:`ConfigError` for a bad guarantee or a
     path with no history, :class:`~harness.errors.CorruptData` for a file that is not a
     history, :class:`~harness.errors.MissingDependency` without pyspark or pyarrow and
-    :class:`~harness.spark.java.JavaUnavailable` without Java 17+. A malformed history is
-    not an error: its verdict is UNKNOWN with the validator's reasons.
+    :class:`~harness.spark.java.JavaUnavailable` without Java 17+, and
+    :class:`~harness.spark.check.SparkCheckFailed` when Spark cannot read or plan the check
+    (:class:`~harness.spark.check.UnreadableHistory`, also a ``CorruptData``, for a damaged
+    file; another for an executor lost or Java out of memory): never a verdict. A malformed
+    history is not an error: its verdict is UNKNOWN with the validator's reasons.
     """
     if not isinstance(guarantee, Guarantee):
         raise ConfigError(
@@ -158,13 +162,19 @@ def analyze_parquet(path: str | os.PathLike[str], *, spark: SparkSession | None 
         spark = spark_session()
     from harness.spark.check import queries as _queries
 
-    shuffle = int(spark.conf.get("spark.sql.shuffle.partitions") or 4)
-    with _counted_jobs(spark) as jobs:
-        context = _queries.load(spark, runs, max(1, shuffle))
-        try:
-            verdicts = _Checker(context, runs).run()
-        finally:
-            context.release()
+    try:
+        shuffle = int(spark.conf.get("spark.sql.shuffle.partitions") or 4)
+        with _counted_jobs(spark) as jobs:
+            context = _queries.load(spark, runs, max(1, shuffle))
+            try:
+                verdicts = _Checker(context, runs).run()
+            finally:
+                with contextlib.suppress(Exception):  # the JVM may be gone: the cause wins
+                    context.release()
+    except Exception as exc:
+        if isinstance(exc, HarnessError) or not from_spark(exc):
+            raise
+        raise failure(exc, os.fspath(path)) from None
     return Analysis(
         jobs=len(jobs),
         runs=tuple(run.run_id for run in runs),
@@ -207,12 +217,24 @@ class _Run:
     invalid: bool = False
     stats: dict[str, int] = field(default_factory=dict)
     unexpected_records: int = 0
+    ordered_ok: bool = False
+    """Phase one's order certificate holds: no order rule fires (phase two skips them)."""
+    tables_ok: bool = False
+    """Phase one found every key of the aggregated table sinks right (or none to judge)."""
     local: dict[Guarantee, Verdict] | None = None
     """The verdicts of a run judged by the local checker's rules (see :data:`LOCAL_RUN_LIMIT`)."""
 
     @property
     def has_log_sink(self) -> bool:
         return any(spec.kind is SinkKind.LOG for spec in self.source.meta.sinks.values())
+
+    @property
+    def aggregated(self) -> bool:
+        """Whether the run has a table sink with an aggregate (count-mismatch applies)."""
+        return any(
+            spec.kind is SinkKind.TABLE and spec.aggregate is not None
+            for spec in self.source.meta.sinks.values()
+        )
 
     @property
     def ordered_sinks(self) -> list[str]:
@@ -259,8 +281,9 @@ class _Checker:
                 totals = q.record_totals(facts)
             self._record_stats(totals, live)
             live = [s.number for s in self.runs if not s.invalid]
-            if live:
-                groups = self._occurrences(q, fused, facts, live)
+            suspects = self._suspects(q, fused, facts, live) if live else []
+            if suspects:
+                groups = self._occurrences(q, fused, facts, suspects)
         invalid = [s.number for s in self.runs if s.invalid and not s.reasons and s.local is None]
         if invalid:
             self._explain(q, invalid)
@@ -369,6 +392,71 @@ class _Checker:
                 ]
             state.reasons = messages
 
+    # ------------------------------------------------------------------ phase one
+
+    def _suspects(self, q: Any, fused: Fused, facts: DataFrame, live: list[int]) -> list[int]:
+        """Phase one's end: the runs of ``live`` where the record totals, the order
+        certificate (:func:`~harness.spark.check.queries.certified`) or the table counts
+        found something, or cannot tell; phase two judges only those, and only by the rules
+        phase one did not clear (:attr:`_Run.ordered_ok`, :attr:`_Run.tables_ok`). The
+        others have no anomaly: their verdicts are the totals' alone."""
+        shaped = [n for n in live if self._certifiable(fused, n)]
+        for number in q.certified(fused.groups, shaped):
+            self.runs[number].ordered_ok = True
+        tables = [n for n in live if self.runs[n].aggregated]
+        counts = (
+            q.mismatched(self.context, fused.tables, tables, self._keyed(q, fused, facts, tables))
+            if tables
+            else {}
+        )
+        for number in live:
+            under, over = counts.get(number, (0, 0))
+            state = self.runs[number]
+            state.tables_ok = not (over or (under and state.settled))
+        return [n for n in live if not (self._quiet(n) and self.runs[n].ordered_ok)]
+
+    def _quiet(self, number: int) -> bool:
+        """Whether the totals and the table counts of run ``number`` show no anomaly."""
+        state = self.runs[number]
+        summary = _summary_of(state)
+        return (
+            not state.stats.get("lost")
+            and not state.stats.get("duplicates")
+            and not state.unexpected_records
+            and not summary.aborts
+            and not summary.null_observes
+            and state.tables_ok
+        )
+
+    def _certifiable(self, fused: Fused, number: int) -> bool:
+        """Whether run ``number`` has a shape the order certificate covers (one reader, no
+        rollback, each record read at most once, at most one ordered sink with one part a
+        record)."""
+        state = self.runs[number]
+        summary = _summary_of(state)
+        totals = fused.totals[number]
+        return (
+            not summary.rollbacks
+            and summary.one_reader
+            and not totals["multi_read"]
+            and len(state.ordered_sinks) <= 1
+            and not (state.ordered_sinks and _crowded(fused, number))
+        )
+
+    def _keyed(self, q: Any, fused: Fused, facts: DataFrame, runs: list[int]) -> DataFrame:
+        """The acknowledged inputs of each key of ``runs`` (``run, key, n, total``): a scan
+        of the appends, joined with the records never acknowledged only in runs that have
+        such records."""
+        slow = [n for n in runs if fused.totals[n]["unacked_inputs"]]
+        fast = [n for n in runs if n not in slow]
+        frames = (
+            [q.inputs_per_key(self.context, facts, fast, all_acknowledged=True)] if fast else []
+        )
+        if slow:
+            frames.append(q.inputs_per_key(self.context, facts, slow))
+        keyed: DataFrame = q.union_all(frames)
+        return keyed
+
     # ------------------------------------------------------------------ anomalies
 
     def _occurrences(
@@ -377,14 +465,19 @@ class _Checker:
         """Per run in ``live``: the anomalies found, by (kind, class), with their exact
         counts and witnesses; runs that turn out to break the validator's append rule are
         marked invalid instead."""
-        for number in q.offset_violations(self.context, facts, live):
+        unsure = [n for n in live if not self.runs[n].ordered_ok]
+        for number in q.offset_violations(self.context, facts, unsure) if unsure else ():
             self.runs[number].invalid = True
         valid = [n for n in live if not self.runs[n].invalid]
         if not valid:
             return {}
         frames = self._record_frames(q, fused, facts, valid)
-        frames.extend(_orders(self._partition_pass(q, fused, valid)))
+        ordering = [n for n in valid if not self.runs[n].ordered_ok]
+        if ordering:
+            frames.extend(_orders(self._partition_pass(q, fused, ordering)))
         frames.extend(self._other_frames(q, fused, facts, valid))
+        if not frames:
+            return {}
         return self._collected(q, frames, valid, facts)
 
     def _partition_pass(self, q: Any, fused: Fused, runs: list[int]) -> DataFrame:
@@ -428,27 +521,12 @@ class _Checker:
     ) -> list[DataFrame]:
         """Occurrence frames of ordered sinks, table sinks, aborted transactions and outputs
         without a record, for the runs that have them."""
-        frames = self._nonmonotonic(q, fused, facts, valid)
-        with_tables = [
-            n
-            for n in valid
-            if any(
-                spec.kind is SinkKind.TABLE and spec.aggregate is not None
-                for spec in self.runs[n].source.meta.sinks.values()
-            )
-        ]
+        ordering = [n for n in valid if not self.runs[n].ordered_ok]
+        frames = self._nonmonotonic(q, fused, facts, ordering)
+        with_tables = [n for n in valid if self.runs[n].aggregated and not self.runs[n].tables_ok]
         if with_tables:
             # runs with appended records never acknowledged leave those out of their keys
-            slow = [n for n in with_tables if fused.totals[n]["unacked_inputs"]]
-            fast = [n for n in with_tables if n not in slow]
-            keyed = q.union_all(
-                (
-                    [q.inputs_per_key(self.context, facts, fast, all_acknowledged=True)]
-                    if fast
-                    else []
-                )
-                + ([q.inputs_per_key(self.context, facts, slow)] if slow else [])
-            )
+            keyed = self._keyed(q, fused, facts, with_tables)
             wrong = q.count_mismatches(self.context, facts, fused.tables, with_tables, keyed)
             if wrong is not None:
                 frames.append(_mismatches(wrong))

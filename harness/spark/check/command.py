@@ -9,11 +9,14 @@ declares the options, :func:`run` does the work and returns the exit code (0 VAL
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
+from harness._shown import describe_exception
 from harness.check.verdict import Guarantee, Status
 from harness.errors import ConfigError, HarnessError
 from harness.report.json_report import render_output
@@ -83,46 +86,97 @@ def _partitions(args: argparse.Namespace) -> int:
     return 16
 
 
-def run(args: argparse.Namespace) -> int:
-    """Check ``args.history`` and report; returns the exit code (never raises
-    :class:`HarnessError`: it is printed as ``error: ...`` and gives exit code 2)."""
+def run(args: argparse.Namespace, live: Any = None) -> int:
+    """Check ``args.history`` and report; returns the exit code (never raises: an error is
+    printed as one ``error: ...`` line and gives exit code 2). ``live``: the
+    ``LiveProgress`` to draw on (its total: the history's rows), else one is made here."""
     try:
-        from harness.spark.check.checker import check_parquet
-        from harness.spark.session import spark_session
+        from harness.report.live import LiveProgress
+        from harness.spark.source import discover_runs
 
-        guarantee = Guarantee(args.guarantee)
-        spark = spark_session(
-            args.master,
-            shuffle_partitions=_partitions(args),
-            driver_memory=args.driver_memory,
-        )
-        start = time.perf_counter()
-        result = check_parquet(args.history, guarantee, spark=spark)
-        if args.explain:
-            print(
-                f"explain: {result.jobs} Spark jobs for {len(result.verdicts)} run"
-                f"{'s' if len(result.verdicts) != 1 else ''} in "
-                f"{time.perf_counter() - start:.1f} s",
-                file=sys.stderr,
-            )
-        text = render_output(  # the envelope of every command's --json
-            "check-spark",
-            result.status,
-            result.summary().splitlines()[0],
-            guarantee=result.guarantee.value,
-            runs=result.to_json()["runs"],
-        )
-        if args.out is None:
-            print(text)
-        else:
-            try:
-                args.out.write_text(text + "\n", encoding="utf-8")
-            except OSError as exc:
-                raise ConfigError(
-                    f"cannot write the verdict to {str(args.out)!r}: {exc.strerror}"
-                ) from None
-            print(result.summary())
-        return EXIT_CODES[result.status]
+        rows = sum(run.rows for run in discover_runs(args.history))
+        if live is not None:
+            return _checked(args, live, rows)
+        with LiveProgress(f"check-spark {args.history}", rows, units="rows") as own:
+            return _checked(args, own, rows)
     except HarnessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
         return _ERROR_EXIT
+    except Exception as exc:  # fail closed: no verdict is ever exit code 1
+        print(
+            f"error: the Spark check of {args.history!s} failed: {describe_exception(exc)}",
+            file=sys.stderr,
+        )
+        return _ERROR_EXIT
+
+
+def _checked(args: argparse.Namespace, live: Any, rows: int) -> int:
+    """:func:`run`'s work, with progress on ``live``."""
+    from harness.spark.check._watch import watched
+    from harness.spark.check.checker import check_parquet
+    from harness.spark.session import spark_session
+
+    guarantee = Guarantee(args.guarantee)
+    live.step(detail="starting Spark")
+    spark = spark_session(
+        args.master,
+        shuffle_partitions=_partitions(args),
+        driver_memory=args.driver_memory,
+    )
+    start = time.perf_counter()
+    with _quiet_logs(spark), watched(spark, live, rows):
+        result = check_parquet(args.history, guarantee, spark=spark)
+    live.close()
+    if args.explain:
+        print(
+            f"explain: {result.jobs} Spark jobs for {len(result.verdicts)} run"
+            f"{'s' if len(result.verdicts) != 1 else ''} in "
+            f"{time.perf_counter() - start:.1f} s",
+            file=sys.stderr,
+        )
+    text = render_output(  # the envelope of every command's --json
+        "check-spark",
+        result.status,
+        result.summary().splitlines()[0],
+        guarantee=result.guarantee.value,
+        runs=result.to_json()["runs"],
+    )
+    if args.out is None:
+        print(text)
+    else:
+        try:
+            args.out.write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write the verdict to {str(args.out)!r}: {exc.strerror}"
+            ) from None
+        print(result.summary())
+    return EXIT_CODES[result.status]
+
+
+@contextlib.contextmanager
+def _quiet_logs(spark: Any) -> Iterator[None]:
+    """Spark's own log off while the check runs: a task that cannot read a file logs its
+    Java stack trace (hundreds of lines) before the check fails with one typed error,
+    which says the same on one line. Every configured logger's level is restored afterwards."""
+    try:
+        jvm = spark.sparkContext._jvm
+        context = jvm.org.apache.logging.log4j.LogManager.getContext(False)
+        config = context.getConfiguration()
+        loggers = [config.getRootLogger()] + [
+            config.getLoggers().get(name) for name in config.getLoggers().keySet().toArray()
+        ]
+        levels = [logger.getLevel() for logger in loggers]
+        for logger in loggers:
+            logger.setLevel(jvm.org.apache.logging.log4j.Level.OFF)
+        context.updateLoggers()
+    except Exception:  # not log4j 2, or no JVM: leave the logs alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):  # the JVM may be gone
+            for logger, level in zip(loggers, levels, strict=True):
+                logger.setLevel(level)
+            context.updateLoggers()

@@ -6,6 +6,7 @@ data, and return only small results to the driver (``docs/spark.md``, "How it wo
 
 * :mod:`._load`: the events of every run, annotated (codes, per-event validator flags);
 * :mod:`._records`: the fused pass: per-run summary and totals, the facts of every record;
+* :mod:`._certify`: phase one's certificate that no order rule fires;
 * :mod:`._anomalies`: partitions, ordered sinks, tables, transactions, outputs;
 * :mod:`._details`: the witness details only the data can give;
 * :mod:`._problems`: the validator's reasons for malformed runs.
@@ -19,6 +20,7 @@ from harness.spark.check.queries._anomalies import (
     count_mismatches,
     duplicate_effects,
     inputs_per_key,
+    mismatched,
     nonmonotonic,
     nonmonotonic_from_facts,
     null_observes,
@@ -29,6 +31,7 @@ from harness.spark.check.queries._anomalies import (
     past_lost,
     unsorted_partitions,
 )
+from harness.spark.check.queries._certify import certified
 from harness.spark.check.queries._details import (
     append_offsets,
     key_records,
@@ -110,6 +113,8 @@ __all__ = [
     "sorted_events",
     "union_all",
     "aborted_reads",
+    "certified",
+    "mismatched",
     "append_offsets",
     "count_mismatches",
     "duplicate_effects",

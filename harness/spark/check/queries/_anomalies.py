@@ -583,6 +583,28 @@ def count_mismatches(
     the smallest id of the key's records, only for absent keys, which sort by it); None when
     there is none. ``keyed``: the inputs per key (``run, key, n, total``) of the runs that
     have them from the fused pass (the others' are counted from their appends)."""
+    joined = _joined(context, tables, runs, keyed)
+    shown = F.coalesce(F.col("observed"), F.lit(0).cast(_LONG))
+    wrong = context.keep(
+        joined.where(shown != F.col("expected")).withColumn("over", shown > F.col("expected"))
+    )
+    if not wrong.take(1):
+        return None
+    absent = wrong.where(F.col("observed").isNull()).select("run", "key").distinct()
+    firsts = (
+        _inputs(context, facts, runs)
+        .join(absent, ["run", "key"])
+        .groupBy("run", "key")
+        .agg(F.min("record_id").alias("min_rid"))
+    )
+    return wrong.join(firsts, ["run", "key"], "left")
+
+
+def _joined(
+    context: Context, tables: DataFrame, runs: Sequence[int], keyed: DataFrame
+) -> DataFrame:
+    """Each key of each aggregated table sink of ``runs`` with its expected and observed
+    value: ``run, sink, key, expected, observed (null: absent), pos``."""
     sinks = [
         (number, name, spec.aggregate.value)
         for number in runs
@@ -617,17 +639,22 @@ def count_mismatches(
             F.max("pos").alias("pos"),
         )
     )
+    return joined
+
+
+def mismatched(
+    context: Context, tables: DataFrame, runs: Sequence[int], keyed: DataFrame
+) -> dict[int, tuple[int, int]]:
+    """Per run of ``runs``: how many keys of its aggregated table sinks show a value below
+    the expected one, and how many above (phase one: counts only, no witness)."""
+    joined = _joined(context, tables, runs, keyed)
     shown = F.coalesce(F.col("observed"), F.lit(0).cast(_LONG))
-    wrong = context.keep(
-        joined.where(shown != F.col("expected")).withColumn("over", shown > F.col("expected"))
+    rows = (
+        joined.groupBy("run")
+        .agg(
+            F.count_if(shown < F.col("expected")).alias("under"),
+            F.count_if(shown > F.col("expected")).alias("over"),
+        )
+        .collect()
     )
-    if not wrong.take(1):
-        return None
-    absent = wrong.where(F.col("observed").isNull()).select("run", "key").distinct()
-    firsts = (
-        _inputs(context, facts, runs)
-        .join(absent, ["run", "key"])
-        .groupBy("run", "key")
-        .agg(F.min("record_id").alias("min_rid"))
-    )
-    return wrong.join(firsts, ["run", "key"], "left")
+    return {int(row["run"]): (int(row["under"]), int(row["over"])) for row in rows}

@@ -97,6 +97,7 @@ class Summary:
     """At most one process reads and fetches."""
     resent: int = 0
     """Appends of a record id again (an upstream's resends)."""
+    rollbacks: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +263,7 @@ def _summary(row: Any, end_detail: str | None) -> Summary:
         truncates=int(row["n_truncate"]),
         one_reader=row["reader_lo"] == row["reader_hi"],
         resent=int(row["n_resent"]),
+        rollbacks=int(row["n_rollback"]),
     )
 
 
@@ -520,6 +522,7 @@ def _totals(groups: DataFrame) -> DataFrame:
         null_observes.alias("n_null"),
         F.coalesce(F.sum(F.when(record, F.col("n_app"))), F.lit(0)).alias("n_append"),
         F.count_if(controls(TRUNCATE)).alias("n_truncate"),
+        F.count_if(controls(ROLLBACK)).alias("n_rollback"),
         F.coalesce(F.sum("n_resent"), F.lit(0)).alias("n_resent"),
         F.least(F.min(F.when(record, F.col("read_proc_lo"))), F.min(fetch_process)).alias(
             "reader_lo"
