@@ -21,7 +21,7 @@ from test_spark_checker import check_both, write_runs
 
 import harness
 from harness import Produce, Run, Schedule
-from harness.check import AnomalyKind, Guarantee, check
+from harness.check import AnomalyKind, Guarantee, Status, check
 
 
 @pytest.fixture(scope="module")
@@ -48,13 +48,11 @@ def test_a_commit_past_a_partitions_end_is_judged_alike(spark: Any, tmp_path: Pa
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="the Spark checker does not judge entity sinks yet: harness/spark/check reads an "
-    "entity sink as an unchecked table, so it misses stale, lost and unexpected rows (the "
-    "Spark side of issue 28's entity tables is for the Spark checker's owner)",
-)
-def test_entity_tables_are_judged_alike(spark: Any, tmp_path: Path) -> None:
+def test_entity_tables_are_judged_alike(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs with an entity table are judged on the driver by the local checker's rules (as
+    resends are), so the verdicts are equal; above the limit they are UNKNOWN, never VALID."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import seed as fixed_seed
     from test_entity import rows_history
@@ -84,3 +82,14 @@ def test_entity_tables_are_judged_alike(spark: Any, tmp_path: Path) -> None:
         {AnomalyKind.LOST, AnomalyKind.UNEXPECTED},
     ]
     check_both(tmp_path, stored, spark)
+
+    from harness.spark import analyze_parquet
+    from harness.spark.check import checker
+
+    monkeypatch.setattr(checker, "LOCAL_RUN_LIMIT", 3)
+    verdicts = analyze_parquet(tmp_path, spark=spark).verdicts(Guarantee.EXACTLY_ONCE).verdicts
+    for run_id in list(stored)[:4]:
+        got = verdicts[run_id]
+        assert got.status is Status.UNKNOWN and not got.anomalies, got
+        assert "entity table sink(s) 'rows': the Spark checker judges" in got.reasons[0]
+        assert "--engine local" in got.reasons[0]

@@ -338,6 +338,15 @@ def resent_differs(
     )
 
 
+def entity_not_judged(sinks: list[str], limit: int) -> str:
+    return (
+        f"entity table sink(s) {', '.join(map(repr, sinks))}: the Spark checker judges entity "
+        f"tables only in runs of at most {limit:,} events, by the local checker's rules on the "
+        f"driver; check this history with the local checker (python -m harness check FILE "
+        f"--engine local)"
+    )
+
+
 def resent_not_judged(at: str, record_id: str) -> str:
     return (
         f"{at} resends record {record_id!r}: the Spark checker judges an upstream's resends "

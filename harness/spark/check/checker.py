@@ -43,9 +43,10 @@ if TYPE_CHECKING:
 __all__ = ["LOCAL_RUN_LIMIT", "Analysis", "SparkCheck", "analyze_parquet", "check_parquet"]
 
 LOCAL_RUN_LIMIT: Final = 1_000_000
-"""A run with an upstream's resends (``resent`` appends) of at most this many events is judged
-on the driver by the local checker's own rules: the Spark passes do not implement resends
-yet, and a larger such run is UNKNOWN, with a reason that says to run the local checker."""
+"""A run with an upstream's resends (``resent`` appends) or an entity table sink
+(``SinkKind.ENTITY``) of at most this many events is judged on the driver by the local
+checker's own rules: the Spark passes do not implement those rules yet, and a larger such run
+is UNKNOWN, with a reason that says to run the local checker."""
 
 _OCCURRENCE_SCHEMA: Final = ", ".join(f"{name} {kind}" for name, kind in COLUMNS)
 
@@ -225,6 +226,14 @@ class _Run:
     """The verdicts of a run judged by the local checker's rules (see :data:`LOCAL_RUN_LIMIT`)."""
 
     @property
+    def entity_sinks(self) -> list[str]:
+        """The run's entity table sinks (last write wins per key), which the Spark passes do
+        not judge: the local checker's rules judge the run on the driver."""
+        return sorted(
+            name for name, spec in self.source.meta.sinks.items() if spec.kind is SinkKind.ENTITY
+        )
+
+    @property
     def has_log_sink(self) -> bool:
         return any(spec.kind is SinkKind.LOG for spec in self.source.meta.sinks.values())
 
@@ -270,7 +279,7 @@ class _Checker:
                 state.reasons = [wording.EMPTY_HISTORY]
             elif _summary_fails(state.summary):
                 state.invalid = True
-        self._judge_resends_locally()
+        self._judge_locally()
         live = [s.number for s in self.runs if not s.invalid and s.local is None]
         groups: dict[int, dict[tuple[AnomalyKind, str], tuple[int, list[Witness]]]] = {}
         if live:
@@ -297,10 +306,12 @@ class _Checker:
             for guarantee in Guarantee
         }
 
-    def _judge_resends_locally(self) -> None:
-        """Runs with an upstream's resends (``resent`` appends), which the Spark passes do
-        not implement, and at most :data:`LOCAL_RUN_LIMIT` events: their events are
-        collected to the driver and judged by :func:`harness.check.local.check` itself."""
+    def _judge_locally(self) -> None:
+        """Runs with an upstream's resends (``resent`` appends) or an entity table sink,
+        which the Spark passes do not implement, and at most :data:`LOCAL_RUN_LIMIT` events:
+        their events are collected to the driver and judged by
+        :func:`harness.check.local.check` itself. A larger run with an entity sink is
+        UNKNOWN (a larger one with resends, through the validator's ``resent`` problem)."""
         from pyspark.sql import functions as F
 
         from harness.check.local import check
@@ -311,7 +322,12 @@ class _Checker:
         assert self.context.raw is not None
         for state in self.runs:
             summary = state.summary
-            if summary is None or not summary.resent or state.source.rows > LOCAL_RUN_LIMIT:
+            if summary is None or not (summary.resent or state.entity_sinks):
+                continue
+            if state.source.rows > LOCAL_RUN_LIMIT:
+                if state.entity_sinks and not summary.resent:
+                    reason = wording.entity_not_judged(state.entity_sinks, LOCAL_RUN_LIMIT)
+                    state.local = {g: unknown(g, [reason], summary.events) for g in Guarantee}
                 continue
             rows = (
                 self.context.raw.where(F.col("run") == state.number)
