@@ -73,7 +73,8 @@ COMMANDS: Final = (
     Command(
         "kafka",
         "harness.kafka.command",
-        "explore an unchanged Kafka client app (confluent-kafka, kafka-python) under faults",
+        "explore an unchanged Kafka client app (confluent-kafka, kafka-python, aiokafka) under "
+        "faults",
         raw=True,
     ),
     Command(
