@@ -5,8 +5,10 @@ and the set of fault kinds its schedule still holds (its *root faults*: shrinkin
 every fault it does not need; a crash, a machine crash, a restart and a takeover count as
 one root fault, as each ends a process). A later failing run is a new problem when no known
 problem shows the same anomaly kinds, or when it needs another root fault than each that
-does: with every fault outside that problem's root faults taken out of its schedule, it no
-longer fails that way (e.g. records an ``auto.offset.reset=latest`` consumer never reads,
+does: it does not hold that problem's root faults (a failure that holds them and more is
+another face of it: the extra faults are what shrinking kept to keep the failure new), and
+with every fault outside them taken out of its schedule, it no longer fails that way
+(e.g. records an ``auto.offset.reset=latest`` consumer never reads,
 which needs no fault, then a commit before the effect, which needs a crash). Otherwise it is
 another face of a known one and the search goes on.
 The engine (:func:`harness.runner.explore` with ``max_problems``) keeps searching with that
@@ -119,7 +121,13 @@ class Problems:
         problem with those kinds)."""
         kinds = kinds_of(verdict)
         same = [p for p in self.known if p.status is verdict.status and p.kinds == kinds]
+        held = frozenset().union(*map(family, root_faults(schedule)))
         for problem in sorted(same, key=lambda p: len(p.faults)):
+            if problem.faults and problem.faults <= held:
+                # it holds that problem's root faults, and more: the extra ones are what a
+                # search for a *new* problem kept while shrinking (without them the calls
+                # shift and the run may pass), not another cause
+                return False
             allowed = frozenset().union(*map(family, problem.faults))
             kept = [s for s in schedule.steps if fault_of(s) in (None, *allowed)]
             if len(kept) == len(schedule.steps):

@@ -1,0 +1,71 @@
+"""What counts as another problem after a first counterexample
+(:mod:`harness.search.problems`): other anomaly kinds, or another root fault, never a known
+problem found again with an incidental fault kept by shrinking."""
+
+from __future__ import annotations
+
+import pytest
+
+import harness
+from harness import Crash, Duplicate, Produce, Run, Schedule, Takeover
+from harness.check import Guarantee, check
+from harness.check.verdict import Status, Verdict
+from harness.search.problems import Problems
+
+ALO = Guarantee.AT_LEAST_ONCE
+
+
+def store_then_process(ctx):  # type: ignore[no-untyped-def]
+    """README's bug: the offset is stored before the output is durable."""
+    out = ctx.output("out")
+    for record in ctx.read("in-0", ctx.offsets.get("in-0")):
+        ctx.offsets.put("in-0", record.next)
+        out.emit(record)
+        out.commit()
+
+
+def _verdict(schedule: Schedule) -> Verdict:
+    return check(harness.simulate(store_then_process, schedule), ALO)
+
+
+CRASHED = Schedule([Produce(count=1), Run(calls=3), Crash()])
+DUPLICATED = Schedule([Produce(count=3), Run(calls=1), Duplicate(), Run(calls=14), Takeover()])
+
+
+def test_a_known_problem_found_again_with_an_extra_fault_is_not_new() -> None:
+    first, again = _verdict(CRASHED), _verdict(DUPLICATED)
+    assert first.status is again.status is Status.INVALID
+    problems = Problems()
+    problems.add(CRASHED, first)
+    runs: list[Schedule] = []
+
+    def run(schedule: Schedule) -> Verdict:
+        runs.append(schedule)
+        return _verdict(schedule)
+
+    # without the duplicate the calls shift and the run passes: that alone would call it new
+    without = Schedule([s for s in DUPLICATED.steps if not isinstance(s, Duplicate)])
+    assert _verdict(without).status is Status.VALID
+    assert not problems.is_new(DUPLICATED, again, run)
+    assert runs == []  # it holds the known problem's root fault (a takeover ends a process)
+
+
+def test_a_failure_that_needs_no_fault_then_one_that_needs_a_crash_are_two_problems() -> None:
+    problems = Problems()
+    problems.add(Schedule([Produce(count=1), Run(calls=1)]), _verdict(CRASHED))  # as if faultless
+    # the crash is outside the first problem's root faults (none): taken out, the run passes
+    assert problems.is_new(CRASHED, _verdict(CRASHED), _verdict)
+
+
+@pytest.mark.parametrize("max_problems", [1, 5])
+def test_the_readme_bug_is_one_problem_however_many_are_looked_for(max_problems: int) -> None:
+    with pytest.raises(harness.CounterexampleFound) as found:
+        harness.explore(
+            store_then_process,
+            guarantee=ALO,
+            failures_dir=None,
+            max_problems=max_problems,
+            max_examples=400,
+            seed=1640618239,
+        )
+    assert len(found.value.failures) == 1, found.value
