@@ -133,14 +133,17 @@ class CrashConnection(sqlite3.Connection):
     def cursor(self, factory: Any = _CrashCursor) -> Any:
         return super().cursor(factory)
 
+    # what sqlite3.Connection's shortcuts do, spelt out: before 3.11 the C shortcut called
+    # the cursor's Python-level method, so a statement was two fault points there and one
+    # on later versions (the same schedule crashed in different places)
     def execute(self, *args: Any, **kwargs: Any) -> Any:
-        return _statement(self, "execute", super().execute, args, kwargs)
+        return self.cursor().execute(*args, **kwargs)
 
     def executemany(self, *args: Any, **kwargs: Any) -> Any:
-        return _statement(self, "executemany", super().executemany, args, kwargs)
+        return self.cursor().executemany(*args, **kwargs)
 
     def executescript(self, *args: Any, **kwargs: Any) -> Any:
-        return _statement(self, "executescript", super().executescript, args, kwargs)
+        return self.cursor().executescript(*args, **kwargs)
 
     def commit(self) -> None:
         if self.harness_process is not None and self.harness_process.dead:

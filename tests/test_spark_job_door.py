@@ -7,12 +7,14 @@ The runs themselves (a real SparkSession, real SIGKILLs) are in tests/test_spark
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pyspark")
+if not os.environ.get("CI"):  # in CI a missing pyspark fails the run
+    pytest.importorskip("pyspark")
 
 from harness.check.verdict import Guarantee
 from harness.errors import ConfigError
