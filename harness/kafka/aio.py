@@ -39,8 +39,7 @@ import logging
 import signal
 import types
 from collections import namedtuple
-from collections.abc import AsyncIterator, Callable, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -715,16 +714,8 @@ class AIOKafkaProducer:
     async def abort_transaction(self) -> None:
         self._guard(self._inner.abort_transaction)
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[None]:
-        await self.begin_transaction()
-        try:
-            yield
-        except BaseException:
-            if not self._closed and self._inner._fenced is None and self._inner._txn is not None:
-                await self.abort_transaction()
-            raise
-        await self.commit_transaction()
+    def transaction(self) -> _Transaction:
+        return _Transaction(self)
 
     async def send_offsets_to_transaction(self, offsets: dict[Any, Any], group_id: Any) -> None:
         positions = []
@@ -736,6 +727,34 @@ class AIOKafkaProducer:
         self._guard(
             self._inner.send_offsets_to_transaction, positions, ConsumerGroupMetadata(group_id)
         )
+
+
+class _Transaction:
+    """What ``AIOKafkaProducer.transaction()`` returns: begin on entry, commit on a clean
+    exit, abort on an error. A class, as aiokafka's own ``TransactionContext``: an async
+    generator abandoned by a crashed instance would be finalized later by its closed loop
+    (``aclose`` never awaited). A crash, or the discarding of a crashed instance's coroutine
+    (``GeneratorExit``), runs nothing: a dead process does not abort its transaction, its
+    successor's ``init_transactions`` does."""
+
+    __slots__ = ("_producer",)
+
+    def __init__(self, producer: AIOKafkaProducer) -> None:
+        self._producer = producer
+
+    async def __aenter__(self) -> None:
+        await self._producer.begin_transaction()
+
+    async def __aexit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        producer = self._producer
+        if kind is None:
+            await producer.commit_transaction()
+        elif issubclass(kind, (GeneratorExit, InstanceCrashed)):
+            return
+        else:
+            inner = producer._inner
+            if not producer._closed and inner._fenced is None and inner._txn is not None:
+                await producer.abort_transaction()
 
 
 class ProducerClosed(KafkaError):
