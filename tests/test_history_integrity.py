@@ -259,9 +259,11 @@ def test_a_damaged_parquet_row_group_is_named(tmp_path: Path) -> None:
     table = pq.read_table(path)
     metadata = dict(pq.ParquetFile(path).metadata.metadata)
     metadata[CHECKSUM_KEY] = json.dumps(checksum).encode()
-    with pq.ParquetWriter(path, table.schema) as writer:
-        writer.write_table(table)
-        writer.add_key_value_metadata({CHECKSUM_KEY: metadata[CHECKSUM_KEY]})
+    header = table.schema.metadata[PARQUET_METADATA_KEY]
+    # in the schema's metadata, which pyarrow writes to the file's key-value metadata (its
+    # ParquetWriter.add_key_value_metadata, the writer's own way, is pyarrow 16+)
+    keys = {PARQUET_METADATA_KEY: header, CHECKSUM_KEY: metadata[CHECKSUM_KEY]}
+    pq.write_table(table.replace_schema_metadata(keys), path)
     with pytest.raises(CorruptData, match=r"row group 0 \(from row 0\) does not match"):
         read_history(path)
 
@@ -288,8 +290,7 @@ def test_a_parquet_header_changed_without_its_checksum_is_damage(tmp_path: Path)
     table = pq.read_table(path)
     checksum = pq.ParquetFile(path).metadata.metadata[CHECKSUM_KEY]
     header = json.dumps(history.meta.to_json() | {"run_id": "seed-62"}).encode()
-    with pq.ParquetWriter(path, table.schema.with_metadata({PARQUET_METADATA_KEY: header})) as out:
-        out.write_table(table)
-        out.add_key_value_metadata({CHECKSUM_KEY: checksum})
+    keys = {PARQUET_METADATA_KEY: header, CHECKSUM_KEY: checksum}
+    pq.write_table(table.replace_schema_metadata(keys), path)
     with pytest.raises(CorruptData, match="its header does not match its checksum"):
         read_history(path)

@@ -387,15 +387,24 @@ def _write_parquet(history: History, path: _Path, *, checksum: bool) -> None:
     pa, pq = _pyarrow()
     pc = importlib.import_module("pyarrow.compute")
     schema = history_arrow_schema().with_metadata({PARQUET_METADATA_KEY: header})
+    tables: Iterable[Any] = _tables(pa, schema, history.events)
+    late = checksum and hasattr(pq.ParquetWriter, "add_key_value_metadata")
+    if checksum and not late:  # pyarrow < 16: the checksum must be in the schema's metadata
+        tables = list(tables)  # each table is one row group
+        digests = [row_group_digest(pa, pc, table.to_batches()) for table in tables]
+        schema = schema.with_metadata(
+            {PARQUET_METADATA_KEY: header, CHECKSUM_KEY: parquet_checksum(header, digests)}
+        )
+        tables = [table.replace_schema_metadata(schema.metadata) for table in tables]
     digests = []
     with _atomic_target(path) as tmp:
         writer = pq.ParquetWriter(os.fspath(tmp), schema, **PARQUET_WRITER_OPTIONS)
         try:
-            for table in _tables(pa, schema, history.events):
-                if checksum:  # each table is one row group
+            for table in tables:
+                if late:  # each table is one row group
                     digests.append(row_group_digest(pa, pc, table.to_batches()))
                 writer.write_table(table, row_group_size=_ROW_GROUP_ROWS)
-            if checksum:
+            if late:
                 writer.add_key_value_metadata({CHECKSUM_KEY: parquet_checksum(header, digests)})
         finally:
             writer.close()
