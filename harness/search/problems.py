@@ -5,9 +5,11 @@ and the set of fault kinds its schedule still holds (its *root faults*: shrinkin
 every fault it does not need; a crash, a machine crash, a restart and a takeover count as
 one root fault, as each ends a process). A later failing run is a new problem when no known
 problem shows the same anomaly kinds, or when it needs another root fault than each that
-does: with every fault outside that problem's root faults taken out of its schedule, it no
-longer fails that way (e.g. records an ``auto.offset.reset=latest`` consumer never reads,
-which needs no fault, then a commit before the effect, which needs a crash). Otherwise it is
+does: with every fault outside that problem's root faults taken out of its schedule (or each
+replaced by the one call of the process it may stand for: a ``Tick`` firing the sender that a
+``flush()`` would fire), it no longer fails that way (e.g. records an
+``auto.offset.reset=latest`` consumer never reads, which needs no fault, then a commit before
+the effect, which needs a crash). Otherwise it is
 another face of a known one and the search goes on.
 The engine (:func:`harness.runner.explore` with ``max_problems``) keeps searching with that
 test until it has ``max_problems`` problems or its budget is spent.
@@ -15,7 +17,7 @@ test until it has ``max_problems`` problems or its budget is spent.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -36,6 +38,7 @@ from harness.faults.schedule import (
     Tick,
     Truncate,
 )
+from harness.faults.schedule import Run as RunCalls
 
 __all__ = ["DEFAULT_MAX_PROBLEMS", "Problem", "Problems", "fault_of", "root_faults"]
 
@@ -114,17 +117,28 @@ class Problems:
     def is_new(self, schedule: Schedule, verdict: Verdict, run: Run) -> bool:
         """Whether the failing ``schedule`` (its ``verdict``) shows a problem not known yet:
         no known problem shows the same status and anomaly kinds, or each that does has other
-        root faults (with every fault outside their families taken out of ``schedule``, it no
-        longer fails that way). ``run`` checks a schedule (at most one more run per known
-        problem with those kinds)."""
+        root faults (with every fault outside their families taken out of ``schedule``, or
+        each replaced by one more call, it no longer fails that way). ``run`` checks a
+        schedule (at most two more runs per known problem with those kinds)."""
         kinds = kinds_of(verdict)
         same = [p for p in self.known if p.status is verdict.status and p.kinds == kinds]
         for problem in sorted(same, key=lambda p: len(p.faults)):
             allowed = frozenset().union(*map(family, problem.faults))
-            kept = [s for s in schedule.steps if fault_of(s) in (None, *allowed)]
-            if len(kept) == len(schedule.steps):
+            if all(fault_of(s) in (None, *allowed) for s in schedule.steps):
                 return False
-            again = run(Schedule(tuple(kept), drain=schedule.drain))
-            if again.status is verdict.status and kinds_of(again) == kinds:
-                return False
+            for without in _without(schedule, allowed):
+                again = run(without)
+                if again.status is verdict.status and kinds_of(again) == kinds:
+                    return False
         return True
+
+
+def _without(schedule: Schedule, allowed: frozenset[Fault]) -> Iterator[Schedule]:
+    """``schedule`` with every fault outside ``allowed`` taken out; then with each of them
+    replaced by one more call of the running process, for a fault that only stood for the
+    progress that call makes (a ``Tick`` firing the sender that the next ``flush()`` would
+    fire): without that call the known problem's crash falls elsewhere."""
+    steps = schedule.steps
+    yield Schedule(tuple(s for s in steps if fault_of(s) in (None, *allowed)), drain=schedule.drain)
+    stood = (s if fault_of(s) in (None, *allowed) else RunCalls(1) for s in steps)
+    yield Schedule(tuple(stood), drain=schedule.drain)
