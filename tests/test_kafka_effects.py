@@ -320,3 +320,11 @@ def test_a_function_target_gets_the_arguments_given_after_the_separator() -> Non
     history, verdict = _run(app, Produce(count=2), Run(calls=30))
     assert verdict.status is Status.VALID, verdict.summary()
     assert sorted(_observed(history, "stdout")) == ["r0", "r1"]
+
+
+def test_the_effect_line_shows_a_pattern_as_the_user_wrote_it() -> None:
+    # repr() doubled every backslash: the lineage line said 'shipped order (\\d+)' for the
+    # pattern given as 'shipped order (\d+)', which is not the regular expression in use
+    expected = r"stdout lines, by pattern 'shipped order (\d+)'"
+    assert stdout_lines(pattern=SHIPPED).describe() == expected
+    assert By(column="order_id").describe() == "column 'order_id'"

@@ -100,6 +100,15 @@ class EffectSource(Protocol):
     def to_json(self) -> dict[str, Any]: ...
 
 
+def _as_written(pattern: str) -> str:
+    """``pattern`` quoted as the user wrote it: ``repr`` would double every backslash, and a
+    report saying ``(\\\\d+)`` names another regular expression than ``(\\d+)``."""
+    for quote in ("'", '"'):
+        if quote not in pattern and pattern.isprintable():
+            return f"{quote}{pattern}{quote}"
+    return repr(pattern)
+
+
 @dataclass(frozen=True, slots=True)
 class By:
     """How a line or row names its input record(s): one of ``column``, ``pattern`` and
@@ -166,7 +175,7 @@ class By:
         if self.column is not None:
             return f"column {self.column!r}"
         if self.pattern is not None:
-            return f"pattern {self.pattern!r}"
+            return f"pattern {_as_written(self.pattern)}"
         if self.function is not None:
             function = self.function
             name = function if isinstance(function, str) else _qualified(function)

@@ -7,8 +7,9 @@ one root fault, as each ends a process). A later failing run is a new problem wh
 problem shows the same anomaly kinds, or when it needs another root fault than each that
 does: it does not hold that problem's root faults (a failure that holds them and more is
 another face of it: the extra faults are what shrinking kept to keep the failure new), and
-with every fault outside them taken out of its schedule, it no longer fails that way
-(e.g. records an ``auto.offset.reset=latest`` consumer never reads,
+with every fault outside them taken out of its schedule (or each replaced by the one call of
+the process it may stand for: a ``Tick`` firing the sender that a ``flush()`` would fire), it
+no longer fails that way (e.g. records an ``auto.offset.reset=latest`` consumer never reads,
 which needs no fault, then a commit before the effect, which needs a crash). Otherwise it is
 another face of a known one and the search goes on.
 The engine (:func:`harness.runner.explore` with ``max_problems``) keeps searching with that
@@ -17,7 +18,7 @@ test until it has ``max_problems`` problems or its budget is spent.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -38,6 +39,7 @@ from harness.faults.schedule import (
     Tick,
     Truncate,
 )
+from harness.faults.schedule import Run as RunCalls
 
 __all__ = ["DEFAULT_MAX_PROBLEMS", "Problem", "Problems", "fault_of", "root_faults"]
 
@@ -116,9 +118,9 @@ class Problems:
     def is_new(self, schedule: Schedule, verdict: Verdict, run: Run) -> bool:
         """Whether the failing ``schedule`` (its ``verdict``) shows a problem not known yet:
         no known problem shows the same status and anomaly kinds, or each that does has other
-        root faults (with every fault outside their families taken out of ``schedule``, it no
-        longer fails that way). ``run`` checks a schedule (at most one more run per known
-        problem with those kinds)."""
+        root faults (with every fault outside their families taken out of ``schedule``, or
+        each replaced by one more call, it no longer fails that way). ``run`` checks a
+        schedule (at most two more runs per known problem with those kinds)."""
         kinds = kinds_of(verdict)
         same = [p for p in self.known if p.status is verdict.status and p.kinds == kinds]
         held = frozenset().union(*map(family, root_faults(schedule)))
@@ -129,10 +131,21 @@ class Problems:
                 # shift and the run may pass), not another cause
                 return False
             allowed = frozenset().union(*map(family, problem.faults))
-            kept = [s for s in schedule.steps if fault_of(s) in (None, *allowed)]
-            if len(kept) == len(schedule.steps):
+            if all(fault_of(s) in (None, *allowed) for s in schedule.steps):
                 return False
-            again = run(Schedule(tuple(kept), drain=schedule.drain))
-            if again.status is verdict.status and kinds_of(again) == kinds:
-                return False
+            for without in _without(schedule, allowed):
+                again = run(without)
+                if again.status is verdict.status and kinds_of(again) == kinds:
+                    return False
         return True
+
+
+def _without(schedule: Schedule, allowed: frozenset[Fault]) -> Iterator[Schedule]:
+    """``schedule`` with every fault outside ``allowed`` taken out; then with each of them
+    replaced by one more call of the running process, for a fault that only stood for the
+    progress that call makes (a ``Tick`` firing the sender that the next ``flush()`` would
+    fire): without that call the known problem's crash falls elsewhere."""
+    steps = schedule.steps
+    yield Schedule(tuple(s for s in steps if fault_of(s) in (None, *allowed)), drain=schedule.drain)
+    stood = (s if fault_of(s) in (None, *allowed) else RunCalls(1) for s in steps)
+    yield Schedule(tuple(stood), drain=schedule.drain)
