@@ -135,7 +135,10 @@ def test_spark_and_local_checkers_agree_on_hundreds_of_random_histories(
     stored = write_runs(tmp_path, runs)
     verdicts = [check(history, EO) for history in stored.values()]
     kinds = {a.kind for v in verdicts for a in v.anomalies}
-    assert kinds == set(AnomalyKind), f"not drawn: {set(AnomalyKind) - kinds}"
+    # every kind but stale, which only an entity table shows: Spark judges runs with one by
+    # the local checker's rules on the driver (tests/test_spark_parity_round3.py)
+    drawable = set(AnomalyKind) - {AnomalyKind.STALE}
+    assert kinds == drawable, f"not drawn: {drawable - kinds}"
     shown = " ".join(w.detail for v in verdicts for a in v.anomalies for w in a.witnesses)
     assert "poison record" in shown and "its emits declare only" in shown
     assert any(v.status is Status.UNKNOWN and v.reasons for v in verdicts)
@@ -282,7 +285,9 @@ def test_the_generator_plants_what_it_promises(tmp_path: Path) -> None:
     )
     history = read_history(generated.path)
     assert len(history) == generated.events
-    assert set(generated.occurrences) == set(AnomalyKind)
+    # every kind but stale: large generated histories have no entity table (a run with one
+    # is judged on the driver by the local checker's rules, not by the Spark passes)
+    assert set(generated.occurrences) == set(AnomalyKind) - {AnomalyKind.STALE}
     for guarantee in Guarantee:
         verdict = check(history, guarantee)
         status, failing, tolerated = generated.expected(guarantee)
