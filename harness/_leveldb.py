@@ -322,6 +322,7 @@ def _write_seal(directory: Path) -> None:
 def _check_seal(directory: Path) -> None:
     """Raise :class:`CorruptData` if the files differ from the seal's record of them (or, with
     no seal that applies, if a log-format file holds a damaged record length); then unseal."""
+    _check_current(directory)
     seal_path = directory / SEAL_NAME
     try:
         text = seal_path.read_bytes()
@@ -348,6 +349,26 @@ def _check_seal(directory: Path) -> None:
         # describes files that client legitimately replaced, so it no longer says anything.
         _scan_unsealed(directory)
     seal_path.unlink()
+
+
+def _check_current(directory: Path) -> None:
+    """Raise :class:`CorruptData` if CURRENT is gone from a directory that holds a database:
+    LevelDB would take it for no database at all, start a new one and delete the old tables
+    (every offset or record held there, gone without an error)."""
+    if (directory / "CURRENT").exists():
+        return
+    held = sorted(
+        path.name
+        for pattern in ("MANIFEST-*", "*.ldb", "*.sst")
+        for path in directory.glob(pattern)
+    )
+    if held:
+        raise CorruptData(
+            f"LevelDB directory {shown(str(directory))} is damaged: its CURRENT file is gone, "
+            f"but it holds a database ({shown(', '.join(held))}); opened as it is, LevelDB "
+            "would start a new, empty one and delete those files. Restore the directory from "
+            "a backup, or write CURRENT again naming its newest manifest"
+        )
 
 
 _Sealed = tuple[int, str | None, bool]
