@@ -3,6 +3,8 @@ partial file left; a counterexample is always kept somewhere it can be found."""
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -119,6 +121,30 @@ def test_outputs_that_can_be_written_are_written_whole(
     assert main(["check", str(history), "--guarantee", "at-least-once", "--out", "o/v.json"]) == 1
     assert {"new/dir/h.parquet", "o/v.json"} <= _files(workdir)
     assert not [name for name in _files(workdir) if ".tmp" in name]
+
+
+def test_a_device_or_pipe_is_refused_not_replaced_by_a_file(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the atomic rename once replaced the node itself: `check --out /dev/null` run as root
+    # left a regular file at /dev/null; a FIFO shows it without root
+    history = _history(workdir)
+    os.mkfifo(workdir / "fifo")
+    assert main(["check", str(history), "--guarantee", "at-least-once", "--out", "fifo"]) == 2
+    err = _one_error_line(capsys, "'fifo'", "not a regular file")
+    assert "PosixPath" not in err
+    assert stat.S_ISFIFO(os.stat(workdir / "fifo").st_mode)
+
+
+def test_a_link_to_a_file_is_written_through_and_stays_a_link(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = _history(workdir)
+    (workdir / "real.json").write_text("old\n", "utf-8")
+    (workdir / "link.json").symlink_to("real.json")
+    assert main(["check", str(history), "--guarantee", "at-least-once", "--out", "link.json"]) == 1
+    assert (workdir / "link.json").is_symlink()
+    assert '"status": "invalid"' in (workdir / "real.json").read_text("utf-8")
 
 
 def test_explore_refuses_an_unusable_failures_dir_before_the_search(workdir: Path) -> None:
