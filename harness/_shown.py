@@ -67,7 +67,6 @@ def type_name(value: object) -> str:
     return name.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-
 def describe_exception(exc: BaseException) -> str:
     """``"TypeName: message"`` for any exception, never raising.
 
