@@ -78,7 +78,9 @@ def describe_exception(exc: BaseException) -> str:
     name = type_name(exc)
     try:
         text = str(exc)
-    except Exception as failure:  # whatever it raised, the crash is what to report
+    # whatever it raised (a processor's SystemExit or KeyboardInterrupt too, which once ended
+    # the command silently or as a Ctrl-C), the crash is what to report
+    except BaseException as failure:
         text = f"<its __str__ raised {type(failure).__name__}>"
     if len(text) > _MESSAGE_CHARS:
         text = f"{text[:_MESSAGE_CHARS]}... ({len(text):,} characters)"

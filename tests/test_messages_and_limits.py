@@ -146,3 +146,22 @@ def test_an_exception_whose_type_name_fails_or_is_huge_is_described_never_raisin
     described = describe_exception(huge("n"))
     assert len(described) < 400 and described.endswith(": n") and "100,000" in described
     assert shown(_Nameless()) == "<an object of a type with a failing repr>"
+
+
+@pytest.mark.parametrize("raised", [SystemExit, KeyboardInterrupt, GeneratorExit])
+def test_an_exception_whose_str_raises_a_base_exception_is_described(
+    raised: type[BaseException],
+) -> None:
+    class Sneaky(Exception):
+        def __str__(self) -> str:
+            raise raised
+
+    said = describe_exception(Sneaky())
+    assert said == f"Sneaky: <its __str__ raised {raised.__name__}>"
+
+    # end to end: the run is UNKNOWN naming it, the command does not end silently
+    def processor(ctx: object) -> None:
+        raise Sneaky()
+
+    _, verdict = run_once(processor, Schedule((Produce(0, 1), Run(3))), "at-least-once")
+    assert verdict.status.name == "UNKNOWN"
