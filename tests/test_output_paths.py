@@ -175,3 +175,26 @@ def test_a_counterexample_is_kept_in_the_fallback_directory_when_its_own_is_gone
     assert failure.replay_file is not None and failure.replay_file.parent == fallback
     assert f"saved in {fallback} instead" in str(found.value)
     assert f"replay: python -m harness replay {failure.replay_file}" in str(found.value)
+
+
+def test_a_processor_that_changes_directory_does_not_move_the_counterexample(
+    workdir: Path,
+) -> None:
+    elsewhere = workdir / "elsewhere"
+    elsewhere.mkdir()
+
+    def wanders(ctx: object) -> None:
+        os.chdir(elsewhere)
+        commit_before_processing(ctx)  # type: ignore[arg-type]
+
+    wanders.__qualname__ = "commit_before_processing"
+    try:
+        with pytest.raises(CounterexampleFound) as found:
+            explore(wanders, guarantee="at-least-once", failures_dir="failures")
+    finally:
+        os.chdir(workdir)
+    failure = found.value.failure
+    # the path the report gives leads to the file from where the search was started
+    assert failure.replay_file is not None and failure.replay_file.parts[0] == "failures"
+    assert (workdir / failure.replay_file).is_file()
+    assert not (elsewhere / "failures").exists()
