@@ -344,6 +344,8 @@ def _check_seal(directory: Path) -> None:
         current = None  # LevelDB's open reports the missing CURRENT
     if isinstance(seal, dict) and current == seal["current"]:
         _compare(directory, files)
+        if seal["format"] == _SEAL_FORMAT:  # it names every non-empty write-ahead log
+            _no_stray_log(directory, files)
     else:
         # Another LevelDB client opened the database since the seal was written: the seal
         # describes files that client legitimately replaced, so it no longer says anything.
@@ -418,6 +420,24 @@ def _compare(directory: Path, files: Mapping[str, _Sealed]) -> None:
             raise _damaged(directory, f"{name} {found}, but held {size} bytes")
         if digest is not None and _digest(directory / name) != digest:
             raise _damaged(directory, f"{name} differs from the {size} bytes it held")
+
+
+def _no_stray_log(directory: Path, files: Mapping[str, _Sealed]) -> None:
+    """Raise :class:`CorruptData` for a non-empty write-ahead log the seal does not name:
+    LevelDB would replay it (another store's log copied in, say) as this store's writes."""
+    for path in sorted(directory.glob("*.log")):
+        try:
+            size = path.stat().st_size
+        except OSError:
+            continue
+        if size and path.name not in files:
+            raise CorruptData(
+                f"LevelDB directory {shown(str(directory))} is damaged: it holds a write-ahead "
+                f"log {shown(path.name)} ({size:,} bytes) that was not there when the store "
+                "was last closed cleanly; LevelDB would replay its writes as this store's. "
+                "Restore the directory from a backup, or remove that file if it does not "
+                "belong there"
+            )
 
 
 def _damaged(directory: Path, what: str) -> CorruptData:

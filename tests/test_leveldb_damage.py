@@ -551,6 +551,20 @@ def test_a_store_whose_current_file_is_gone_is_damaged_not_a_new_empty_one(
     assert list(path.glob("*.ldb"))
 
 
+def test_a_write_ahead_log_the_seal_does_not_know_is_damage(tmp_path: Path) -> None:
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    with LevelDBOffsetStore(ours) as store:
+        store.put("r", DLSN(1, 1, 0))
+    with LevelDBOffsetStore(theirs) as store:
+        store.put("r", DLSN(9, 9, 0))
+    # another store's log copied in under a newer number: LevelDB replays it, and the sealed
+    # store read the other store's offset with no error
+    (log,) = theirs.glob("*.log")
+    shutil.copy(log, ours / "000099.log")
+    with pytest.raises(CorruptData, match=r"000099\.log"):
+        LevelDBOffsetStore(ours)
+
+
 def test_without_checks_no_seal_is_written_or_read(tmp_path: Path) -> None:
     path = tmp_path / "store"
     with LevelDBOffsetStore(path, checks=False) as store:
