@@ -506,13 +506,7 @@ def explore(
     seed = default_seed(name) if seed is None else seed
     if type(seed) is not int:
         raise ConfigError(f"seed must be an int, got {shown(seed)}")
-    start = os.getcwd()
-    if failures_dir is not None:  # before the search: a counterexample needs a place to go
-        # anchored now: a processor that changes the working directory must not send the
-        # replay file somewhere the report's relative path does not lead
-        failures_dir = Path(
-            os.path.abspath(writable(failures_dir, "the failures directory", directory=True))
-        )
+    start, failures_dir = _anchored(failures_dir)
 
     def search(problems: Problems) -> _Search:
         found = _Search(
@@ -770,6 +764,18 @@ class _Search:
                 replay_note=note,
             )
         )
+
+
+def _anchored(failures_dir: str | os.PathLike[str] | None) -> tuple[str, Path | None]:
+    """The working directory, and ``failures_dir`` checked (before the search: a
+    counterexample needs a place to go) and made absolute: a processor that changes the
+    working directory must not send the replay file where the report's path does not lead."""
+    start = os.getcwd()
+    if failures_dir is None:
+        return start, None
+    return start, Path(
+        os.path.abspath(writable(failures_dir, "the failures directory", directory=True))
+    )
 
 
 def _guarantee(guarantee: object) -> Guarantee:
