@@ -322,6 +322,7 @@ def _write_seal(directory: Path) -> None:
 def _check_seal(directory: Path) -> None:
     """Raise :class:`CorruptData` if the files differ from the seal's record of them (or, with
     no seal that applies, if a log-format file holds a damaged record length); then unseal."""
+    _check_current(directory)
     seal_path = directory / SEAL_NAME
     try:
         text = seal_path.read_bytes()
@@ -343,11 +344,33 @@ def _check_seal(directory: Path) -> None:
         current = None  # LevelDB's open reports the missing CURRENT
     if isinstance(seal, dict) and current == seal["current"]:
         _compare(directory, files)
+        if seal["format"] == _SEAL_FORMAT:  # it names every non-empty write-ahead log
+            _no_stray_log(directory, files)
     else:
         # Another LevelDB client opened the database since the seal was written: the seal
         # describes files that client legitimately replaced, so it no longer says anything.
         _scan_unsealed(directory)
     seal_path.unlink()
+
+
+def _check_current(directory: Path) -> None:
+    """Raise :class:`CorruptData` if CURRENT is gone from a directory that holds a database:
+    LevelDB would take it for no database at all, start a new one and delete the old tables
+    (every offset or record held there, gone without an error)."""
+    if (directory / "CURRENT").exists():
+        return
+    held = sorted(
+        path.name
+        for pattern in ("MANIFEST-*", "*.ldb", "*.sst")
+        for path in directory.glob(pattern)
+    )
+    if held:
+        raise CorruptData(
+            f"LevelDB directory {shown(str(directory))} is damaged: its CURRENT file is gone, "
+            f"but it holds a database ({shown(', '.join(held))}); opened as it is, LevelDB "
+            "would start a new, empty one and delete those files. Restore the directory from "
+            "a backup, or write CURRENT again naming its newest manifest"
+        )
 
 
 _Sealed = tuple[int, str | None, bool]
@@ -397,6 +420,24 @@ def _compare(directory: Path, files: Mapping[str, _Sealed]) -> None:
             raise _damaged(directory, f"{name} {found}, but held {size} bytes")
         if digest is not None and _digest(directory / name) != digest:
             raise _damaged(directory, f"{name} differs from the {size} bytes it held")
+
+
+def _no_stray_log(directory: Path, files: Mapping[str, _Sealed]) -> None:
+    """Raise :class:`CorruptData` for a non-empty write-ahead log the seal does not name:
+    LevelDB would replay it (another store's log copied in, say) as this store's writes."""
+    for path in sorted(directory.glob("*.log")):
+        try:
+            size = path.stat().st_size
+        except OSError:
+            continue
+        if size and path.name not in files:
+            raise CorruptData(
+                f"LevelDB directory {shown(str(directory))} is damaged: it holds a write-ahead "
+                f"log {shown(path.name)} ({size:,} bytes) that was not there when the store "
+                "was last closed cleanly; LevelDB would replay its writes as this store's. "
+                "Restore the directory from a backup, or remove that file if it does not "
+                "belong there"
+            )
 
 
 def _damaged(directory: Path, what: str) -> CorruptData:

@@ -3,9 +3,11 @@
 :func:`writable` tells, before a command spends minutes on a search, whether a path can be
 written, without creating or writing anything: a NUL or a character the file system cannot
 encode, a name longer than the file system allows, an ancestor that is a file, a directory
-where a file is wanted (or the reverse), no permission. :func:`writing` and
+where a file is wanted (or the reverse), a device, pipe or socket (the rename would replace
+the node: ``/dev/null`` itself, when run as root), no permission. :func:`writing` and
 :func:`write_atomic` write a file through a temporary sibling renamed into place, so a failure
-leaves no partial file behind. Each raises :class:`~harness.errors.ConfigError` with one line
+leaves no partial file behind; through a symbolic link, the file it names is replaced and the
+link kept. Each raises :class:`~harness.errors.ConfigError` with one line
 naming the path (shortened, :func:`~harness._shown.shown`) and what to do.
 """
 
@@ -28,6 +30,8 @@ NAME_MAX: Final = 255
 
 
 def _refused(what: str, path: object, why: str) -> ConfigError:
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)  # 'out.json', not PosixPath('out.json')
     return ConfigError(f"cannot write {what} {shown(path)}: {why}; give another path")
 
 
@@ -57,6 +61,9 @@ def writable(path: str | os.PathLike[str], what: str, *, directory: bool = False
             raise _refused(what, path, "it is a directory; give a file name")
         if out.exists() and not out.is_dir() and directory:
             raise _refused(what, path, "it is a file, not a directory")
+        if out.exists() and not out.is_dir() and not out.is_file():
+            # the rename into place would replace the node itself (as root, /dev/null)
+            raise _refused(what, path, "it is not a regular file (a device, pipe or socket)")
         if out.exists() and not os.access(out, os.W_OK):
             raise _refused(what, path, "permission denied")
         nearest = out if directory else out.parent
@@ -76,6 +83,8 @@ def writing(path: str | os.PathLike[str], what: str) -> Iterator[Path]:
     """Yield a temporary sibling of ``path`` (same suffix) to write; when the block ends
     without error it is renamed to ``path`` (parents created), else removed."""
     out = writable(path, what)
+    if out.is_symlink():  # replace the file it names, not the link
+        out = Path(os.path.realpath(out))
     tmp = out.parent / f".{secrets.token_hex(4)}.tmp{out.suffix}"
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

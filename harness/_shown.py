@@ -11,7 +11,7 @@ from __future__ import annotations
 import reprlib
 from typing import Final
 
-__all__ = ["SHOWN_CHARS", "describe_exception", "one_line", "shown"]
+__all__ = ["SHOWN_CHARS", "describe_exception", "one_line", "shown", "type_name"]
 
 SHOWN_CHARS: Final = 200
 """How many characters of a bad value an error message shows at most."""
@@ -41,24 +41,46 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     try:
         text = _REPR.repr(value)
     except Exception:  # a broken __repr__ must not hide the real error
-        return f"<{type(value).__name__} object with a failing repr>"
+        name = type_name(value)
+        if name.startswith("<"):
+            return "<an object of a type with a failing repr>"
+        return f"<{name} object with a failing repr>"
     return text if len(text) <= limit else f"{text[:limit]}..."
 
 
 _MESSAGE_CHARS: Final = 1000
+_NAME_CHARS: Final = 100
+
+
+def type_name(value: object) -> str:
+    """The name of ``value``'s type, never raising: cut to about 100 characters, and
+    ``"<an exception type>"`` (or ``"<a type>"``) when the type will not give a string name
+    (a metaclass of a processor's that raises)."""
+    try:
+        name = type(value).__name__
+    except Exception:
+        name = None
+    if not isinstance(name, str):
+        return "<an exception type>" if isinstance(value, BaseException) else "<a type>"
+    if len(name) > _NAME_CHARS:
+        name = f"{name[:_NAME_CHARS]}... ({len(name):,} characters)"
+    return name.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def describe_exception(exc: BaseException) -> str:
     """``"TypeName: message"`` for any exception, never raising.
 
-    A ``__str__`` that raises is named instead of propagating; the message is cut to
+    A ``__str__`` that raises is named instead of propagating, a type name that cannot be
+    read or is huge is shown as :func:`type_name` does; the message is cut to
     1,000 characters; lone surrogates are escaped (``\\udc80``), so the text can be printed,
     written as UTF-8 and embedded in a report.
     """
-    name = type(exc).__name__
+    name = type_name(exc)
     try:
         text = str(exc)
-    except Exception as failure:  # whatever it raised, the crash is what to report
+    # whatever it raised (a processor's SystemExit or KeyboardInterrupt too, which once ended
+    # the command silently or as a Ctrl-C), the crash is what to report
+    except BaseException as failure:
         text = f"<its __str__ raised {type(failure).__name__}>"
     if len(text) > _MESSAGE_CHARS:
         text = f"{text[:_MESSAGE_CHARS]}... ({len(text):,} characters)"

@@ -506,8 +506,7 @@ def explore(
     seed = default_seed(name) if seed is None else seed
     if type(seed) is not int:
         raise ConfigError(f"seed must be an int, got {shown(seed)}")
-    if failures_dir is not None:  # before the search: a counterexample needs a place to go
-        writable(failures_dir, "the failures directory", directory=True)
+    start, failures_dir = _anchored(failures_dir)
 
     def search(problems: Problems) -> _Search:
         found = _Search(
@@ -522,6 +521,7 @@ def explore(
             limit=limit,
             total=max_examples,
             problems=problems,
+            start=start,
         )
         found.systematic(max_examples * 3 // 4 if systematic else 0)
         found.drawn(max_examples - found.ran, max_steps)
@@ -573,7 +573,10 @@ class _Search:
         limit: RunBudget,
         total: int,
         problems: Problems | None = None,
+        start: str | None = None,
     ) -> None:
+        self.start = start
+        """The working directory the search began in: a replay file's path is shown from it."""
         self.processor, self.name, self.guarantee = processor, name, guarantee
         self.topology, self.backend, self.faults = topology, backend, faults
         self.seed, self.failures_dir = seed, failures_dir
@@ -733,6 +736,10 @@ class _Search:
         replay_file, note = None, None
         if self.failures_dir is not None:
             replay_file, note = spec.keep(self.failures_dir)
+        if replay_file is not None and note is None and self.start is not None:
+            relative = os.path.relpath(replay_file, self.start)
+            if not relative.startswith(os.pardir):
+                replay_file = Path(relative)
         if replay_file is not None:
             command = f"python -m harness replay {replay_file}"
         else:
@@ -757,6 +764,18 @@ class _Search:
                 replay_note=note,
             )
         )
+
+
+def _anchored(failures_dir: str | os.PathLike[str] | None) -> tuple[str, Path | None]:
+    """The working directory, and ``failures_dir`` checked (before the search: a
+    counterexample needs a place to go) and made absolute: a processor that changes the
+    working directory must not send the replay file where the report's path does not lead."""
+    start = os.getcwd()
+    if failures_dir is None:
+        return start, None
+    return start, Path(
+        os.path.abspath(writable(failures_dir, "the failures directory", directory=True))
+    )
 
 
 def _guarantee(guarantee: object) -> Guarantee:

@@ -11,6 +11,7 @@ fail this test, never hang it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -239,3 +240,44 @@ def test_the_cli_sees_a_death_no_interposition_can_catch(way: str, tmp_path: Pat
     # unsupervised, the same death passes for whatever status it left
     unsupervised = _cli(tmp_path, *args, HARNESS_SUPERVISE="0")
     assert unsupervised.returncode in (0, -9)
+
+
+def test_the_cli_ends_with_its_verdict_when_the_processor_left_a_child_behind(
+    tmp_path: Path,
+) -> None:
+    # the processor forks a child that lingers (holding the supervisor's pipe) well past the
+    # verdict; the command must still end with the verdict, not wait for that child
+    pid_file = tmp_path / "child.pid"
+    source = (
+        "import ctypes, os, time\n"
+        "from harness.catalogue.toys import process_then_commit\n"
+        "forked = []\n"
+        "def processor(ctx):\n"
+        "    if not forked:\n"
+        "        forked.append(os.fork())\n"
+        "        if forked[0] == 0:\n"
+        f"            open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "            time.sleep(60)\n"
+        "            ctypes.CDLL(None)._exit(0)\n"
+        "    process_then_commit(ctx)\n"
+    )
+    target = _write(tmp_path, "forking", source)
+    try:
+        # into files: the lingering child holds them open too, so a pipe would never end
+        with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
+            done = subprocess.run(
+                [sys.executable, "-m", "harness", "run", target, "--guarantee", "at-least-once"],
+                cwd=tmp_path,
+                env=_env(tmp_path),
+                stdout=out,
+                stderr=err,
+                timeout=30,
+                check=False,
+            )
+        said = (tmp_path / "out").read_text(), (tmp_path / "err").read_text()
+        assert done.returncode == 0, said
+        assert "held for forking:processor" in said[0]
+    finally:
+        if pid_file.exists():
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid_file.read_text()), 9)

@@ -527,6 +527,44 @@ def test_another_leveldb_client_opening_the_store_voids_the_seal(tmp_path: Path)
         assert (store.get("r"), store.get("s")) == (DLSN(3, 2, 1), DLSN(4, 0, 0))
 
 
+@pytest.mark.parametrize("sealed", [True, False])
+def test_a_store_whose_current_file_is_gone_is_damaged_not_a_new_empty_one(
+    sealed: bool, tmp_path: Path
+) -> None:
+    path = tmp_path / "store"
+    with LevelDBOffsetStore(path) as store:
+        for entry in range(50):
+            store.put(f"r{entry}", DLSN(1, entry, 0))
+    db = plyvel.DB(str(path))
+    db.compact_range()  # the offsets now live in a table the manifest names
+    db.close()
+    with LevelDBOffsetStore(path) as store:
+        store.put("late", DLSN(2, 0, 0))
+    assert list(path.glob("*.ldb"))
+    if not sealed:  # as a crash leaves it
+        (path / SEAL_NAME).unlink()
+    (path / "CURRENT").unlink()
+    # LevelDB would start a new database, delete the table and replay the log: 50 of the 51
+    # offsets gone with no error
+    with pytest.raises(CorruptData, match="CURRENT"):
+        LevelDBOffsetStore(path)
+    assert list(path.glob("*.ldb"))
+
+
+def test_a_write_ahead_log_the_seal_does_not_know_is_damage(tmp_path: Path) -> None:
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    with LevelDBOffsetStore(ours) as store:
+        store.put("r", DLSN(1, 1, 0))
+    with LevelDBOffsetStore(theirs) as store:
+        store.put("r", DLSN(9, 9, 0))
+    # another store's log copied in under a newer number: LevelDB replays it, and the sealed
+    # store read the other store's offset with no error
+    (log,) = theirs.glob("*.log")
+    shutil.copy(log, ours / "000099.log")
+    with pytest.raises(CorruptData, match=r"000099\.log"):
+        LevelDBOffsetStore(ours)
+
+
 def test_without_checks_no_seal_is_written_or_read(tmp_path: Path) -> None:
     path = tmp_path / "store"
     with LevelDBOffsetStore(path, checks=False) as store:

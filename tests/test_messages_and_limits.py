@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness import Crash, Produce, Run, RunBudget, Schedule, explore, run_once
+from harness._shown import describe_exception, shown
 from harness.catalogue.toys import process_then_commit as correct
 from harness.errors import ConfigError, HarnessError, InvalidStreamName
 from harness.history.io import read_history, write_history
@@ -124,3 +125,43 @@ def test_the_cli_prints_every_error_on_one_line(
     assert main(["check", str(path), "--guarantee", ALO]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
+
+
+class _NamelessMeta(type):
+    def __getattribute__(cls, name: str) -> object:
+        if name in ("__name__", "__qualname__"):
+            raise RuntimeError("no name")
+        return type.__getattribute__(cls, name)
+
+
+class _Nameless(Exception, metaclass=_NamelessMeta):
+    pass
+
+
+def test_an_exception_whose_type_name_fails_or_is_huge_is_described_never_raising() -> None:
+    # a processor's exception once took the whole command down with a traceback when its
+    # class would not give its name; a 100,000-character class name was printed in full
+    assert describe_exception(_Nameless("it broke")) == "<an exception type>: it broke"
+    huge = type("E" * 100_000, (Exception,), {})
+    described = describe_exception(huge("n"))
+    assert len(described) < 400 and described.endswith(": n") and "100,000" in described
+    assert shown(_Nameless()) == "<an object of a type with a failing repr>"
+
+
+@pytest.mark.parametrize("raised", [SystemExit, KeyboardInterrupt, GeneratorExit])
+def test_an_exception_whose_str_raises_a_base_exception_is_described(
+    raised: type[BaseException],
+) -> None:
+    class Sneaky(Exception):
+        def __str__(self) -> str:
+            raise raised
+
+    said = describe_exception(Sneaky())
+    assert said == f"Sneaky: <its __str__ raised {raised.__name__}>"
+
+    # end to end: the run is UNKNOWN naming it, the command does not end silently
+    def processor(ctx: object) -> None:
+        raise Sneaky()
+
+    _, verdict = run_once(processor, Schedule((Produce(0, 1), Run(3))), "at-least-once")
+    assert verdict.status.name == "UNKNOWN"

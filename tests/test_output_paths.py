@@ -3,6 +3,8 @@ partial file left; a counterexample is always kept somewhere it can be found."""
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -121,6 +123,30 @@ def test_outputs_that_can_be_written_are_written_whole(
     assert not [name for name in _files(workdir) if ".tmp" in name]
 
 
+def test_a_device_or_pipe_is_refused_not_replaced_by_a_file(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the atomic rename once replaced the node itself: `check --out /dev/null` run as root
+    # left a regular file at /dev/null; a FIFO shows it without root
+    history = _history(workdir)
+    os.mkfifo(workdir / "fifo")
+    assert main(["check", str(history), "--guarantee", "at-least-once", "--out", "fifo"]) == 2
+    err = _one_error_line(capsys, "'fifo'", "not a regular file")
+    assert "PosixPath" not in err
+    assert stat.S_ISFIFO(os.stat(workdir / "fifo").st_mode)
+
+
+def test_a_link_to_a_file_is_written_through_and_stays_a_link(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = _history(workdir)
+    (workdir / "real.json").write_text("old\n", "utf-8")
+    (workdir / "link.json").symlink_to("real.json")
+    assert main(["check", str(history), "--guarantee", "at-least-once", "--out", "link.json"]) == 1
+    assert (workdir / "link.json").is_symlink()
+    assert '"status": "invalid"' in (workdir / "real.json").read_text("utf-8")
+
+
 def test_explore_refuses_an_unusable_failures_dir_before_the_search(workdir: Path) -> None:
     def never(ctx: object) -> None:
         raise AssertionError("the search ran")
@@ -149,3 +175,26 @@ def test_a_counterexample_is_kept_in_the_fallback_directory_when_its_own_is_gone
     assert failure.replay_file is not None and failure.replay_file.parent == fallback
     assert f"saved in {fallback} instead" in str(found.value)
     assert f"replay: python -m harness replay {failure.replay_file}" in str(found.value)
+
+
+def test_a_processor_that_changes_directory_does_not_move_the_counterexample(
+    workdir: Path,
+) -> None:
+    elsewhere = workdir / "elsewhere"
+    elsewhere.mkdir()
+
+    def wanders(ctx: object) -> None:
+        os.chdir(elsewhere)
+        commit_before_processing(ctx)  # type: ignore[arg-type]
+
+    wanders.__qualname__ = "commit_before_processing"
+    try:
+        with pytest.raises(CounterexampleFound) as found:
+            explore(wanders, guarantee="at-least-once", failures_dir="failures")
+    finally:
+        os.chdir(workdir)
+    failure = found.value.failure
+    # the path the report gives leads to the file from where the search was started
+    assert failure.replay_file is not None and failure.replay_file.parts[0] == "failures"
+    assert (workdir / failure.replay_file).is_file()
+    assert not (elsewhere / "failures").exists()

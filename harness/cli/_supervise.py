@@ -5,7 +5,9 @@ into an UNKNOWN run. What it cannot interpose still ends the process: a function
 before the run (``from os import _exit`` in a module imported earlier), a C extension that
 calls ``exit()``, a ``SIGKILL`` from another thread. Run as a program (``python -m harness``,
 ``stream-harness``), the command line therefore forks first: the child runs the command and,
-as its last act, writes its exit code into a pipe; the parent waits for it. A child that
+as its last act, writes its pid and exit code into a pipe; the parent waits for it (for the
+child itself, not the pipe's end: a process the code under test forked may hold the pipe open
+long after). A child that
 ended without writing one died before its verdict: the parent prints one ``error:`` line
 saying how (its exit status or signal) and exits 2, UNKNOWN, whatever status the child
 ended with. A code the child wrote is the parent's exit code.
@@ -17,6 +19,7 @@ answers it with exit 130) and passes ``SIGTERM`` and ``SIGHUP`` on to the child.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -44,7 +47,7 @@ def supervised(command: Callable[[], int]) -> int:
         try:
             code = command()
         finally:
-            os.write(write, f"{code}\n".encode())
+            os.write(write, f"{os.getpid()} {code}\n".encode())
             os.close(write)
         return code
     os.close(write)
@@ -57,13 +60,19 @@ def _watch(child: int, read: int) -> int:
     for name in _FORWARDED:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), lambda signum, frame: os.kill(child, signum))
-    said = b""
-    while chunk := os.read(read, 64):
-        said += chunk
-    os.close(read)
+    # wait for the child, not for the pipe's end: a process the code under test forked keeps
+    # the pipe open (and may write to it) long after the child gave its verdict
     _, status = os.waitpid(child, 0)
-    if said.strip().lstrip(b"-").isdigit():
-        return int(said)
+    os.set_blocking(read, False)
+    said = b""
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(read, 4096):
+            said += chunk
+    os.close(read)
+    for line in said.splitlines():
+        pid, _, code = line.decode("ascii", "replace").partition(" ")
+        if pid == str(child) and code.lstrip("-").isdigit():
+            return int(code)
     ended = os.waitstatus_to_exitcode(status)
     if ended in (-signal.SIGINT, EXIT_INTERRUPTED):
         print("interrupted", file=sys.stderr)
