@@ -73,7 +73,9 @@ def describe_exception(exc: BaseException) -> str:
     A ``__str__`` that raises is named instead of propagating, a type name that cannot be
     read or is huge is shown as :func:`type_name` does; the message is cut to
     1,000 characters; lone surrogates are escaped (``\\udc80``), so the text can be printed,
-    written as UTF-8 and embedded in a report.
+    written as UTF-8 and embedded in a report; control characters (line breaks, ANSI escape
+    sequences) are escaped too (``\\n``, ``\\x1b``), so the message is one line that cannot
+    pass itself off as the harness's own output.
     """
     name = type_name(exc)
     try:
@@ -86,7 +88,16 @@ def describe_exception(exc: BaseException) -> str:
         text = f"{text[:_MESSAGE_CHARS]}... ({len(text):,} characters)"
     if not text:
         return name
-    return f"{name}: {text.encode('utf-8', 'backslashreplace').decode('utf-8')}"
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return f"{name}: {text.translate(_CONTROLS)}"
+
+
+_ESCAPES: Final = {9: "\\t", 10: "\\n", 13: "\\r"}
+_CONTROLS: Final = {
+    code: _ESCAPES.get(code, f"\\x{code:02x}") for code in (*range(0x20), *range(0x7F, 0xA0))
+}
+"""Control characters as escapes: a processor's message must not move the terminal's cursor,
+clear the screen or start a line that reads as a verdict (``"...\\nVALID under ..."``)."""
 
 
 def one_line(text: object, limit: int = _MESSAGE_CHARS) -> str:

@@ -165,3 +165,18 @@ def test_an_exception_whose_str_raises_a_base_exception_is_described(
 
     _, verdict = run_once(processor, Schedule((Produce(0, 1), Run(3))), "at-least-once")
     assert verdict.status.name == "UNKNOWN"
+
+
+def test_a_processors_message_cannot_fake_a_verdict_line_or_drive_the_terminal() -> None:
+    """A processor's exception text is shown with its control characters escaped: one line,
+    no ANSI sequence, nothing that reads as the harness's own "VALID under ..." line."""
+    fake = "\x1b[2J\x1b[31mVALID\nVALID under at-least-once\r\x85"
+
+    def processor(ctx: object) -> None:
+        raise ValueError(fake)
+
+    text = describe_exception(ValueError(fake))
+    assert text == r"ValueError: \x1b[2J\x1b[31mVALID\nVALID under at-least-once\r\x85"
+    _, verdict = run_once(processor, Schedule([Produce(count=1), Run(calls=5)]), "at-least-once")
+    reasons = " ".join(verdict.reasons)
+    assert "\x1b" not in reasons and "\n" not in reasons and r"\x1b[2J" in reasons
