@@ -91,6 +91,34 @@ def test_a_processor_that_leaves_from_its_timer_is_named() -> None:
     assert "instance 1 called os._exit(0)" in (history.events[-1].detail or "")
 
 
+@pytest.mark.parametrize("leave", ["os._exit", "os.abort"])
+def test_a_thread_the_processor_starts_cannot_end_the_process_either(leave: str) -> None:
+    """A thread outside the guard that leaves while a run is guarded ends itself, not the
+    process, and the run it came from ends UNKNOWN (a pytest session once ended 0 here)."""
+    ended: list[str] = []
+
+    def leaver() -> None:
+        try:
+            os._exit(0) if leave == "os._exit" else os.abort()
+        except SystemExit as exc:  # what ends the thread (pytest would report it uncaught)
+            ended.append(str(exc))
+
+    def processor(ctx: Context) -> None:
+        thread = threading.Thread(target=leaver)
+        thread.start()
+        thread.join()
+        process_then_commit(ctx)
+
+    history, verdict = run_once(processor, SCHEDULE, ALO)
+    assert verdict.status is Status.UNKNOWN
+    end = history.events[-1].detail or ""
+    assert end.startswith("incomplete: a thread the processor started called " + leave), end
+    assert ended and "a thread the processor started" in ended[0]
+    assert {name: getattr(os, name) for name in REAL} == REAL
+    # the next run, without such a thread, is judged as usual
+    assert run_once(process_then_commit, SCHEDULE, ALO)[1].status is Status.VALID
+
+
 def test_another_thread_keeps_the_real_functions() -> None:
     seen: list[object] = []
 

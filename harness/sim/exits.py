@@ -135,6 +135,9 @@ class Guard:
         """The handlers the processor believes it installed for the owned signals."""
         self.tried: str | None = None
         """What the guarded code tried first (``called os._exit(0)``), if it tried."""
+        self.stray: str | None = None
+        """What a thread outside every guard tried while this one was entered (a thread the
+        processor started that called ``os._exit``): the run cannot be trusted either."""
 
     def __enter__(self) -> Guard:
         self.thread = threading.get_ident()
@@ -171,17 +174,35 @@ def _guard() -> Guard | None:
 # -- the interposed functions -------------------------------------------------------------------
 
 
+def _stray(what: str) -> None:
+    """A thread outside every guard tries to leave while a run is guarded in another thread
+    (a thread the processor started): every guarded run is told (it ends UNKNOWN, whoever
+    started the thread), and the thread ends (``SystemExit``, which ends a thread quietly)
+    instead of the process. Outside any run it returns, and the real function runs."""
+    with _lock:
+        guards = [guard for stack in _guards.values() for guard in stack]
+    if not guards:
+        return
+    for guard in guards:
+        if guard.stray is None:
+            guard.stray = what
+    raise SystemExit(f"a thread the processor started {what}")  # ends the thread, quietly
+
+
 def _os_exit(code: int) -> None:
     guard = _guard()
+    what = f"called os._exit({shown(code)})"
     if guard is None:
+        _stray(what)
         _real(os, "_exit")(code)
     else:
-        guard.left(f"called os._exit({shown(code)})")
+        guard.left(what)
 
 
 def _abort() -> None:
     guard = _guard()
     if guard is None:
+        _stray("called os.abort()")
         _real(os, "abort")()
     else:
         guard.left("called os.abort()")
@@ -190,9 +211,11 @@ def _abort() -> None:
 def _exec(name: str) -> Callable[..., Any]:
     def exec_(*args: Any) -> Any:
         guard = _guard()
+        what = f"called os.{name}({shown(args[0]) if args else ''}, ...)"
         if guard is None:
+            _stray(what)
             return _real(os, name)(*args)
-        guard.left(f"called os.{name}({shown(args[0]) if args else ''}, ...)")
+        guard.left(what)
         return None
 
     exec_.__name__ = exec_.__qualname__ = name

@@ -552,7 +552,7 @@ class Simulator:
         self._refuse_up_front(schedule)
         self._main = self.watch.main = greenlet.getcurrent()
         self._drain_start = 0
-        with self.watch, Guard(self._left, self.watch.owned):
+        with self.watch, Guard(self._left, self.watch.owned) as guard:
             try:
                 outcome = self._play(schedule)
             except ProcessExit:  # tried where no processor greenlet could be left
@@ -566,6 +566,11 @@ class Simulator:
                     self._release(inst)
                 self.zombies.clear()
                 self.active = None
+        if guard.stray is not None and self.halted is None:
+            self.halted = outcome = (
+                f"incomplete: a thread the processor started {guard.stray}: a processor must "
+                "not end the process, and a run it cuts short cannot be judged"
+            )
         self.world.observe()
         self.world.record(EventKind.END, detail=outcome)
 
