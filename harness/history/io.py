@@ -391,12 +391,12 @@ def _write_parquet(history: History, path: _Path, *, checksum: bool) -> None:
     late = checksum and hasattr(pq.ParquetWriter, "add_key_value_metadata")
     if checksum and not late:  # pyarrow < 16: the checksum must be in the schema's metadata
         tables = list(tables)  # each table is one row group
-        digests = [row_group_digest(pa, pc, table.to_batches()) for table in tables]
-        schema = schema.with_metadata(
-            {PARQUET_METADATA_KEY: header, CHECKSUM_KEY: parquet_checksum(header, digests)}
+        checksum_json = parquet_checksum(
+            header, [row_group_digest(pa, pc, table.to_batches()) for table in tables]
         )
+        schema = schema.with_metadata({PARQUET_METADATA_KEY: header, CHECKSUM_KEY: checksum_json})
         tables = [table.replace_schema_metadata(schema.metadata) for table in tables]
-    digests = []
+    digests: list[str] = []  # pyarrow 16+: the row groups' digests, as they are written
     with _atomic_target(path) as tmp:
         writer = pq.ParquetWriter(os.fspath(tmp), schema, **PARQUET_WRITER_OPTIONS)
         try:
