@@ -40,7 +40,7 @@ from harness.catalogue import Subject
 from harness.catalogue.pitfalls import PITFALLS
 from harness.catalogue.seeds import SCENARIOS
 from harness.catalogue.toys import TOYS
-from harness.runner import default_seed
+from harness.engine import default_seed
 from harness.search.guided import DEFAULT_GUIDANCE, Guidance, using
 from harness.search.profiles import Profile, profile
 from harness.sim.simulator import processor_path

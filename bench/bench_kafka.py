@@ -32,9 +32,10 @@ import hypothesis
 from hypothesis import HealthCheck, Phase, given
 
 from harness import Schedule, Topology, log_sink, run_once
+from harness.faults.kinds import ALL_FAULTS, Fault
 from harness.kafka import KafkaApp
 from harness.sim import Context
-from harness.strategies.schedules import ALL_FAULTS, Fault, schedules
+from harness.strategies.schedules import schedules
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent

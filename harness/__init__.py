@@ -57,6 +57,15 @@ if TYPE_CHECKING:
         Witness,
         validate,
     )
+    from harness.engine import (
+        CounterexampleFound,
+        Exploration,
+        Failure,
+        Replay,
+        explore,
+        replay,
+        run_once,
+    )
     from harness.faults import (
         Crash,
         Duplicate,
@@ -99,15 +108,6 @@ if TYPE_CHECKING:
         MemoryOffsetStore,
         OffsetStore,
         open_offset_store,
-    )
-    from harness.runner import (
-        CounterexampleFound,
-        Exploration,
-        Failure,
-        Replay,
-        explore,
-        replay,
-        run_once,
     )
     from harness.sim import (
         Context,
@@ -177,7 +177,7 @@ _LAZY: Final[dict[str, tuple[str, ...]]] = {
         "OffsetStore",
         "open_offset_store",
     ),
-    "harness.runner": (
+    "harness.engine": (
         "CounterexampleFound",
         "Exploration",
         "Failure",

@@ -46,14 +46,14 @@ from harness.search.profiles import DEFAULT_PROFILE, PROFILES, Profile
 if TYPE_CHECKING:
     from harness._progress import Tick
     from harness.check import Guarantee
+    from harness.engine import CounterexampleFound, Exploration, Failure, Replay
+    from harness.faults.kinds import Fault
     from harness.faults.schedule import Schedule
     from harness.log.namespace import Namespace
     from harness.offsets.base import OffsetStore
-    from harness.runner import CounterexampleFound, Exploration, Failure, Replay
     from harness.sim.simulator import Processor
     from harness.sim.topology import Topology
     from harness.sim.world import Backend, World
-    from harness.strategies.schedules import Fault
 
 __all__ = [
     "HYPOTHESIS_PROFILES",
@@ -262,7 +262,7 @@ def _resolve_run(config: pytest.Config) -> _Run:
     replay_option = config.getoption(REPLAY_OPTION)
     if replay_option is not None:
         replay_path = invocation / replay_option
-        from harness.runner import Replay  # the engine, only when a replay is asked for
+        from harness.engine import Replay  # the engine, only when a replay is asked for
 
         try:
             replay = Replay.load(replay_path)
@@ -380,7 +380,7 @@ def _run_budget(chosen: Profile, marked: dict[str, tuple[object, str]]) -> RunBu
 def _check_faults(value: object, where: str) -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, Iterable):
         raise _BadSetting(f"{where}: faults must be a list of fault names, e.g. ['crash']")
-    from harness.strategies.schedules import Fault  # imports Hypothesis: only when used
+    from harness.faults.kinds import Fault
 
     names: list[str] = []
     for fault in value:
@@ -627,7 +627,7 @@ class Explorer:
         max_problems: int | None = None,
     ) -> Exploration:
         __tracebackhide__ = True
-        from harness.runner import CounterexampleFound, explore  # the engine, on first use
+        from harness.engine import CounterexampleFound, explore  # the engine, on first use
         from harness.search.problems import DEFAULT_MAX_PROBLEMS
 
         s = self.settings
@@ -663,7 +663,7 @@ class Explorer:
 
     def _failures_dir(self) -> Path:
         """Relative (short commands) while the test runs where pytest started, else absolute."""
-        from harness.runner import DEFAULT_FAILURES_DIR
+        from harness.engine.replay_file import DEFAULT_FAILURES_DIR
 
         failures_dir = self._run.rootpath / DEFAULT_FAILURES_DIR
         if Path.cwd() == self._invocation_dir:
@@ -697,7 +697,7 @@ class Explorer:
     ) -> Exploration:
         __tracebackhide__ = True
         from harness.check import Status
-        from harness.runner import CounterexampleFound, Exploration, Failure, run_once
+        from harness.engine import CounterexampleFound, Exploration, Failure, run_once
         from harness.sim.simulator import processor_path
 
         spec, path = self._run.replay, self._run.replay_path

@@ -16,9 +16,9 @@ import pytest
 from harness.catalogue.toys import commit_before_processing, process_then_commit
 from harness.check import Guarantee
 from harness.cli import main
+from harness.engine import Replay, run_once
 from harness.faults import Crash, Produce, Run, Schedule
 from harness.history.io import write_history
-from harness.runner import Replay, run_once
 from harness.sim.topology import Topology
 
 BUGGY = Schedule((Produce(0, 1), Run(3), Crash()))
@@ -370,9 +370,9 @@ def test_the_matrix_shows_its_cells_live(terminal: Callable[[], tuple[Any, Any]]
 
 
 def test_the_matrix_table_fits_100_columns() -> None:
-    from harness.catalogue.matrix import VariantResult, render_table
     from harness.catalogue.seeds import SCENARIOS
     from harness.check import Status
+    from harness.cli.matrix import VariantResult, render_table
 
     results = [  # every scenario variant on the wider backend name, with its widest figures
         VariantResult(

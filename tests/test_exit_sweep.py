@@ -31,8 +31,8 @@ from harness import (
     Topology,
     explore,
 )
+from harness.engine import Replay, load_processor
 from harness.errors import ConfigError
-from harness.runner import Replay, load_processor
 
 pytest_plugins = ["pytester"]
 

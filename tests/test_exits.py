@@ -17,8 +17,8 @@ import pytest
 
 from harness import Guarantee, Produce, Run, Schedule, Status
 from harness.catalogue.toys import process_then_commit
+from harness.engine import load_processor, run_once
 from harness.errors import ConfigError
-from harness.runner import load_processor, run_once
 from harness.sim import Context
 from harness.sim.exits import Guard, ProcessExit
 

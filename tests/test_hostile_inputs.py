@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from harness._shown import describe_exception, shown
 from harness.check import Guarantee
 from harness.cli import main
+from harness.engine import CounterexampleFound, Replay, explore, run_once
 from harness.errors import ConfigError, CorruptData, HarnessError, InvalidStreamName
 from harness.faults import Produce, Run, Schedule
 from harness.log import LogRecord, leveldb_uri, open_namespace
@@ -32,7 +33,6 @@ from harness.log.dlsn import DLSN
 from harness.log.storage.base import LogMetadata
 from harness.offsets import open_offset_store
 from harness.report import gather, write_report
-from harness.runner import CounterexampleFound, Replay, explore, run_once
 from harness.sim.topology import Topology
 
 DEEP = "[" * 100_000 + "]" * 100_000

@@ -12,12 +12,12 @@ import pytest
 from harness import Crash, Produce, Run, RunBudget, Schedule, explore, run_once
 from harness._shown import describe_exception, shown
 from harness.catalogue.toys import process_then_commit as correct
+from harness.engine import default_seed, load_processor
 from harness.errors import ConfigError, HarnessError, InvalidStreamName
 from harness.history.io import read_history, write_history
 from harness.log.names import validate_log_name
 from harness.log.namespace import Namespace
 from harness.offsets.leveldb import LevelDBOffsetStore
-from harness.runner import default_seed, load_processor
 from harness.search.profiles import profile
 from harness.sim.topology import Topology
 

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-import harness.runner
+import harness.engine.replay_file
 from harness import CounterexampleFound, explore
 from harness.catalogue.toys import commit_before_processing
 from harness.check import Guarantee
 from harness.cli import main
+from harness.engine import Replay, run_once
 from harness.errors import ConfigError
 from harness.faults import Crash, Produce, Run, Schedule
 from harness.history.io import write_history
-from harness.runner import Replay, run_once
 from harness.sim.topology import Topology
 
 BAD: dict[str, Callable[[Path], str]] = {
@@ -160,7 +160,7 @@ def test_a_counterexample_is_kept_in_the_fallback_directory_when_its_own_is_gone
     workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fallback = workdir / "fallback"
-    monkeypatch.setattr(harness.runner, "FALLBACK_FAILURES_DIR", fallback)
+    monkeypatch.setattr(harness.engine.replay_file, "FALLBACK_FAILURES_DIR", fallback)
     target = workdir / "failures"
 
     def breaks_its_failures_dir(ctx: object) -> None:

@@ -63,7 +63,7 @@ def quickstart(pytester: pytest.Pytester) -> None:
 ENGINE: Final = (
     "harness.sim",
     "harness.check",
-    "harness.runner",
+    "harness.engine",
     "harness.strategies",
     "harness.faults",
     "harness.history",
@@ -118,9 +118,9 @@ def test_a_pytest_run_with_the_plugin_imports_no_engine_module_until_used(
                 ctx.offsets.put("in-0", record.next)
 
         def test_the_fixture_loads_the_engine_when_called(harness_explore):
-            assert "harness.runner" not in sys.modules
+            assert "harness.engine" not in sys.modules
             harness_explore(forward, guarantee="at-least-once", max_examples=3)
-            assert "harness.runner" in sys.modules
+            assert "harness.engine" in sys.modules
         """,
     )
     result = pytester.runpytest_subprocess(
@@ -379,7 +379,7 @@ def test_the_quickstart_fails_with_a_readable_counterexample_then_passes_when_fi
             "*",
             "    def test_forward_delivers_at_least_once(harness_explore):",
             '>       harness_explore(forward, guarantee="at-least-once")',
-            "E       harness.runner.CounterexampleFound: at-least-once does NOT hold for "
+            "E       harness.engine.results.CounterexampleFound: at-least-once does NOT hold for "
             "processor:forward (memory backend): INVALID",
             "E       INVALID under at-least-once",
             lit(
@@ -421,7 +421,7 @@ def test_the_quickstart_fails_with_a_readable_counterexample_then_passes_when_fi
     again.stdout.fnmatch_lines(
         [
             "harness: replaying .harness/failures/forward-*.json (processor:forward, 3 steps)",
-            "E       harness.runner.CounterexampleFound: at-least-once does NOT hold for "
+            "E       harness.engine.results.CounterexampleFound: at-least-once does NOT hold for "
             "processor:forward (memory backend): INVALID, replaying "
             ".harness/failures/forward-*.json",
             "E       schedule (3 steps):",

@@ -22,6 +22,7 @@ import harness.report
 from harness import CounterexampleFound, explore
 from harness.catalogue.toys import TOYS
 from harness.check import Anomaly, AnomalyKind, Guarantee, Status, Verdict, Witness, check
+from harness.engine import Failure
 from harness.errors import ConfigError
 from harness.faults import Schedule
 from harness.history.events import Event, EventKind, History, HistoryMeta
@@ -37,7 +38,6 @@ from harness.report import (
     write_report,
 )
 from harness.report._window import MAX_SHOWN, MAX_SKELETON, RADIUS, SKELETON_KINDS, window
-from harness.runner import Failure
 
 ROOT = Path(__file__).resolve().parent.parent
 

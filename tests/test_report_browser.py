@@ -25,9 +25,9 @@ import pytest
 from harness import CounterexampleFound, explore
 from harness.catalogue.toys import TOYS
 from harness.check import Guarantee, Verdict, check
+from harness.engine import Failure
 from harness.history.events import History
 from harness.report import gather, render_html
-from harness.runner import Failure
 
 CHROMIUM = Path("/usr/bin/chromium")
 WIDTH, HEIGHT = 1400, 900

@@ -13,10 +13,10 @@ import pytest
 from harness import CounterexampleFound, explore, replay
 from harness.catalogue.toys import TOYS
 from harness.check import Guarantee, Status, check
+from harness.engine import Failure, Replay, run_once
+from harness.engine.reruns import explain, first_divergence, rerun
 from harness.faults import Produce, Run, Schedule
 from harness.report import Checked, gather, render_html, render_text
-from harness.rerun import explain, first_divergence, rerun
-from harness.runner import Failure, Replay, run_once
 from harness.sim.context import Context
 from harness.sim.topology import Topology
 

@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 
 from harness.catalogue import Scenario, Subject
-from harness.catalogue.matrix import render_table, run_variant
 from harness.catalogue.seeds import SCENARIOS as CATALOGUE
 from harness.check import Status
+from harness.cli.matrix import render_table, run_variant
+from harness.engine import CounterexampleFound, explore, run_once
 from harness.errors import ConfigError
 from harness.faults import Fault
-from harness.runner import CounterexampleFound, explore, run_once
 from harness.search.profiles import PROFILES
 
 # the Kafka client scenarios (issue 14) run unchanged client code: tests/test_kafka.py

@@ -1,7 +1,7 @@
 """docs/scenarios.md's matrix table is the one ``python -m harness run --all --markdown``
 writes: same header, same cells (every scenario variant, in catalogue order), and in each row
 the columns the catalogue decides (scenario, variant, backend, expected, bug needs) are what
-:func:`harness.catalogue.matrix.render_table` renders for that variant today. The measured
+:func:`harness.cli.matrix.render_table` renders for that variant today. The measured
 columns (verdict, anomaly found, detect seconds, shrunk steps, ok) take a ci search to
 reproduce; of them the test checks what must hold whatever the timing: every row is ``ok``,
 its verdict is the expected one, and a buggy row found one of its expected anomaly kinds.
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.catalogue.matrix import VariantResult, render_table
 from harness.catalogue.seeds import SCENARIOS
 from harness.check import Status
+from harness.cli.matrix import VariantResult, render_table
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "scenarios.md"
 SECTION = "## The matrix"

@@ -29,9 +29,10 @@ from harness.faults import (
     Tick,
     Truncate,
 )
+from harness.faults.kinds import ALL_FAULTS, Fault
 from harness.faults.streams import StreamSchedule
 from harness.sim import Topology
-from harness.strategies import ALL_FAULTS, Fault, schedules, steps
+from harness.strategies import schedules, steps
 
 KNOWN_OPS = (
     "crash, duplicate, lose-ack, produce, reorder, resend, restart, run, run-zombie, takeover, "

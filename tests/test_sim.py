@@ -21,6 +21,7 @@ from harness.catalogue.toys import (
     two_step_counter,
 )
 from harness.check import Guarantee, Status, check, validate
+from harness.engine import run_once
 from harness.errors import ConfigError
 from harness.faults import (
     Crash,
@@ -38,7 +39,6 @@ from harness.faults import (
 )
 from harness.history import EventKind, History
 from harness.log.dlsn import DLSN
-from harness.runner import run_once
 from harness.sim import Backend, Context, Delivery, Processor, Topology, simulate
 from harness.strategies import schedules
 

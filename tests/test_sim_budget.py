@@ -25,10 +25,10 @@ import pytest
 from harness.catalogue.toys import process_then_commit
 from harness.check import Guarantee, Status
 from harness.check.wording import NO_DRAIN_REASON
+from harness.engine import CounterexampleFound, Replay, explore, replay, run_once
 from harness.errors import ConfigError
 from harness.faults import Crash, Produce, Run, Schedule, Tick
 from harness.history import EventKind, History
-from harness.runner import CounterexampleFound, Replay, explore, replay, run_once
 from harness.sim import Context, RunBudget, Topology, simulate
 from harness.sim.budget import _inside_harness as inside_harness
 from harness.sim.simulator import _body

@@ -40,21 +40,18 @@ from harness.errors import (
     LogReadException,
     StoreLocked,
 )
-from harness.history import dumps_jsonl
-from harness.history.events import EventKind
-from harness.log import DLSN, LogConfig, LogRecord, leveldb_uri, open_namespace
-from harness.spark.streaming import (
+from harness.faults.streams import (
     CrashHow,
     CrashPoint,
     CrashQuery,
     ProduceRecords,
     RunBatches,
-    StreamResult,
     StreamSchedule,
-    Variant,
-    _bulk,
-    run_stream,
 )
+from harness.history import dumps_jsonl
+from harness.history.events import EventKind
+from harness.log import DLSN, LogConfig, LogRecord, leveldb_uri, open_namespace
+from harness.spark.streaming import StreamResult, Variant, _bulk, run_stream
 from harness.spark.streaming.contract import CONTRACT_CHECKS, ContractFailure, run_contract
 from harness.spark.streaming.datasource import (
     SCHEMA_DDL,
@@ -923,7 +920,8 @@ def test_a_child_driver_that_dies_without_reporting_is_an_error_of_its_run(
 _KILL_THE_JVM_MID_DRAIN = """
 import json, os, signal, sys
 from harness.spark.session import spark_session
-from harness.spark.streaming import ProduceRecords, StreamSchedule, Variant, run_stream, _driver
+from harness.faults.streams import ProduceRecords, StreamSchedule
+from harness.spark.streaming import Variant, run_stream, _driver
 
 spark = spark_session()
 start_query = _driver.start_query

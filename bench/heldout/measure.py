@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import CounterexampleFound, explore
-from harness.runner import default_seed
+from harness.engine import default_seed
 from harness.sim.simulator import processor_path
 from heldout import HELDOUT
 

@@ -5,7 +5,7 @@ faults it is known to need (:class:`Subject`), grouped into seed :class:`Scenari
 * :mod:`harness.catalogue.toys`: ``TOYS``, tiny correct processors and broken twins;
 * :mod:`harness.catalogue.seeds`: ``SCENARIOS``, the seed documents' situations
   (``harness.scenarios``);
-* :mod:`harness.catalogue.matrix`: the mutation matrix that explores them all.
+* :mod:`harness.cli.matrix`: the mutation matrix that explores them all.
 
 This package's import loads only the types; toys, seeds and the matrix load on their own.
 """

@@ -3,7 +3,7 @@ the faults its bug is known to need; and the scenarios that group them.
 
 A :class:`Subject` is the one description of "a processor the harness must judge": the toys
 (:mod:`harness.catalogue.toys`), the seed scenarios (``harness.scenarios``) and the matrix
-(:mod:`harness.catalogue.matrix`) all use it. A correct subject (no ``expected`` anomalies)
+(:mod:`harness.cli.matrix`) all use it. A correct subject (no ``expected`` anomalies)
 must pass every schedule within its ``scope``; a buggy one must be caught, with one of its
 ``expected`` anomaly kinds, by a search that is *not* told which faults it ``needs``
 (``needs`` documents the bug and names the matrix's secondary, narrowed search).

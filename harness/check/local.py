@@ -129,7 +129,7 @@ from harness.history.events import (
     SinkKind,
 )
 
-__all__ = ["NO_DRAIN_REASON", "POISON", "REDELIVERED", "check"]
+__all__ = ["NO_DRAIN_REASON", "REDELIVERED", "check"]
 
 REDELIVERED: Final = ReadDetail.REDELIVERED.value
 """``read`` detail of a duplicate delivery injected by the schedule."""

@@ -33,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Replay the file and print the verdict; returns the verdict's exit code."""
     from harness._output import writable, writing
+    from harness.engine import Replay, replay
     from harness.history.io import SUFFIXES, write_history
-    from harness.runner import Replay, replay
 
     if args.history is not None:  # before the replay runs: one line, no partial file
         writable(args.history, "--history")

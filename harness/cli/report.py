@@ -61,7 +61,7 @@ def main(args: argparse.Namespace) -> int:
         verdict = check(history, Guarantee(args.guarantee))
         details: dict[str, Any] = {"title": source}
     else:
-        from harness.runner import Replay, replay
+        from harness.engine import Replay, replay
 
         spec = Replay.load(source)
         history, verdict = replay(spec)

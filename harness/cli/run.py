@@ -28,8 +28,8 @@ from harness.cli._common import (
 from harness.errors import ConfigError
 
 if TYPE_CHECKING:
-    from harness.catalogue.matrix import VariantResult
     from harness.catalogue.subject import Scenario
+    from harness.cli.matrix import VariantResult
     from harness.search.profiles import Profile
     from harness.sim.budget import RunBudget
     from harness.sim.world import Backend
@@ -155,7 +155,7 @@ def main(args: argparse.Namespace) -> int:
 def _run_matrix(args: argparse.Namespace, budget: Profile, scenarios: list[Scenario]) -> int:
     from harness._output import write_atomic
     from harness._progress import watching
-    from harness.catalogue.matrix import render_table, run_matrix
+    from harness.cli.matrix import render_table, run_matrix
     from harness.report.live import LiveProgress, emit
 
     backends: tuple[Any, ...] = ("memory", "leveldb") if args.backend == "both" else (args.backend,)
@@ -216,8 +216,8 @@ def _run_processor(
     args: argparse.Namespace, max_examples: int, max_steps: int, budget: RunBudget
 ) -> int:
     from harness._progress import watching
+    from harness.engine import CounterexampleFound, explore, load_processor
     from harness.report.live import LiveProgress, emit
-    from harness.runner import CounterexampleFound, explore, load_processor
     from harness.search.problems import DEFAULT_MAX_PROBLEMS
     from harness.sim.topology import Topology
 

@@ -27,11 +27,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, final
 
 from harness.effects import EffectSource
+from harness.engine import CounterexampleFound, Exploration
 from harness.faults import ALL_FAULTS, Fault
 from harness.kafka._broker import Encoder, json_values
 from harness.kafka.app import KafkaApp
 from harness.kafka.lineage import Lineage
-from harness.runner import CounterexampleFound, Exploration
 
 __all__ = ["KAFKA_FAULTS", "KafkaExplorer"]
 

@@ -9,7 +9,7 @@ a verdict): :func:`render_text` is the terminal report, :func:`report_json` /
 :data:`REPORT_SCHEMA`, also shipped as ``report.schema.json``), :func:`render_html` a
 self-contained page with a timeline of the run, and :func:`write_report` writes all three.
 ``docs/reports.md`` describes each format. Importing this package loads neither hypothesis,
-plyvel, pyarrow nor pyspark, and nothing of the engine (:mod:`harness.runner`).
+plyvel, pyarrow nor pyspark, and nothing of the engine (:mod:`harness.engine`).
 """
 
 from harness.report._facts import ReportFacts, gather

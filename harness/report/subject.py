@@ -1,7 +1,7 @@
 """What a report is about: the small protocol a reported run satisfies, and the values the
 engine fills in that no checker sees (the processor's own exceptions).
 
-Reports sit below the engine: they never import :mod:`harness.runner`. The engine's
+Reports sit below the engine: they never import :mod:`harness.engine`. The engine's
 ``Failure`` satisfies :class:`Reported` as it is; :class:`Checked` is the same thing for a
 verdict checked by hand (a stored history, a replay).
 """

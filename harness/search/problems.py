@@ -12,7 +12,7 @@ the process it may stand for: a ``Tick`` firing the sender that a ``flush()`` wo
 no longer fails that way (e.g. records an ``auto.offset.reset=latest`` consumer never reads,
 which needs no fault, then a commit before the effect, which needs a crash). Otherwise it is
 another face of a known one and the search goes on.
-The engine (:func:`harness.runner.explore` with ``max_problems``) keeps searching with that
+The engine (:func:`harness.engine.explorer` with ``max_problems``) keeps searching with that
 test until it has ``max_problems`` problems or its budget is spent.
 """
 

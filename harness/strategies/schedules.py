@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from hypothesis import strategies as st
 
 from harness.errors import ConfigError
-from harness.faults.kinds import ALL_FAULTS, Fault, fault_set
+from harness.faults.kinds import Fault, fault_set
 from harness.faults.schedule import (
     Crash,
     Duplicate,
@@ -32,7 +32,7 @@ from harness.faults.schedule import (
 )
 from harness.sim.topology import Topology
 
-__all__ = ["ALL_FAULTS", "Fault", "schedules", "steps"]
+__all__ = ["schedules", "steps"]
 
 
 def steps(

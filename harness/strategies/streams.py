@@ -1,6 +1,6 @@
 """Hypothesis strategies for Structured Streaming schedules (:mod:`harness.spark.streaming`).
 
-:func:`stream_schedules` draws :class:`~harness.spark.streaming.StreamSchedule` values: a
+:func:`stream_schedules` draws :class:`~harness.faults.streams.StreamSchedule` values: a
 produce step, a crash, then produce / run / crash steps. Drawing a schedule imports neither
 pyspark nor a JVM; running one does (:func:`harness.spark.streaming.run_stream`).
 """

@@ -38,7 +38,7 @@ from harness.spark.source import RunSource, discover_runs
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from harness.spark.check.queries import Context, Fused, Summary
+    from harness.spark.check.queries import Fused, QueryContext, Summary
 
 __all__ = ["LOCAL_RUN_LIMIT", "Analysis", "SparkCheck", "analyze_parquet", "check_parquet"]
 
@@ -264,7 +264,7 @@ class _Run:
 
 
 class _Checker:
-    def __init__(self, context: Context, runs: tuple[RunSource, ...]) -> None:
+    def __init__(self, context: QueryContext, runs: tuple[RunSource, ...]) -> None:
         self.context = context
         self.runs = [_Run(number, source) for number, source in enumerate(runs)]
 
@@ -892,7 +892,7 @@ def _lost(facts: DataFrame, lossy: Sequence[int]) -> DataFrame:
 
 def _effects(
     q: Any,
-    context: Context,
+    context: QueryContext,
     facts: DataFrame,
     runs: Sequence[_Run],
     which: tuple[Sequence[int], Sequence[int]],

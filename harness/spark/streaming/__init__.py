@@ -4,8 +4,8 @@
   :class:`StreamSchedule` (produce, run, crash by exception or ``SIGKILL``, drain) and returns
   a :class:`StreamResult` whose history the checkers judge (:mod:`.runner`); a failure of
   Spark ends the run ``incomplete`` (UNKNOWN), never with an exception.
-* The schedules are data (:mod:`.schedule`); :func:`harness.strategies.stream_schedules`
-  draws them with Hypothesis.
+* The schedules are data (:mod:`harness.faults.streams`: :class:`StreamSchedule` and its
+  steps); :func:`harness.strategies.stream_schedules` draws them with Hypothesis.
 * :mod:`harness.spark.streaming.datasource` is the reference log as a PySpark Python data
   source, ``spark.readStream.format("dlog")`` (it imports pyspark on import).
 * :mod:`harness.spark.streaming.contract` checks the promises Spark's exactly-once rests on,
@@ -23,16 +23,6 @@ Importing this package imports neither pyspark nor Hypothesis; a query run impor
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.faults.streams import (
-        STREAM_SCHEDULE_VERSION,
-        CrashHow,
-        CrashPoint,
-        CrashQuery,
-        ProduceRecords,
-        RunBatches,
-        StreamSchedule,
-        StreamStep,
-    )
     from harness.spark.streaming.runner import (
         FiredCrash,
         InjectedCrash,
@@ -44,30 +34,14 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "STREAM_SCHEDULE_VERSION",
-    "CrashHow",
-    "CrashPoint",
-    "CrashQuery",
     "FiredCrash",
     "InjectedCrash",
-    "ProduceRecords",
-    "RunBatches",
     "RunSpec",
     "StreamConfig",
     "StreamResult",
-    "StreamSchedule",
-    "StreamStep",
     "Variant",
     "run_stream",
 ]
-
-_HOMES = {
-    **dict.fromkeys(
-        ("FiredCrash", "InjectedCrash", "RunSpec", "StreamConfig", "StreamResult", "Variant"),
-        "runner",
-    ),
-    "run_stream": "runner",
-}
 
 
 def __getattr__(name: str) -> Any:
@@ -77,9 +51,5 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     if name in __all__:
-        home = _HOMES.get(name)
-        module = importlib.import_module(
-            "harness.faults.streams" if home is None else f"{__name__}.{home}"
-        )
-        return getattr(module, name)
+        return getattr(importlib.import_module(f"{__name__}.runner"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

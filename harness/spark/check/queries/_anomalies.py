@@ -30,14 +30,14 @@ from harness.spark.check.queries._load import (
     SINK_ORDERED,
     TRUNCATE,
     TXN_ABORT,
-    Context,
+    QueryContext,
     conform,
     union_all,
 )
 
 
 def observe_rows(
-    context: Context, facts: DataFrame, runs: Sequence[int], *, kind: str, records: int
+    context: QueryContext, facts: DataFrame, runs: Sequence[int], *, kind: str, records: int
 ) -> DataFrame:
     """The observe rows of log sinks that records' facts point at: ``kind`` ``"unexpected"``
     (outputs their record's rules do not allow: of records never acknowledged, of poison
@@ -75,7 +75,9 @@ def observe_rows(
     )
 
 
-def nonmonotonic_from_facts(context: Context, facts: DataFrame, runs: Sequence[int]) -> DataFrame:
+def nonmonotonic_from_facts(
+    context: QueryContext, facts: DataFrame, runs: Sequence[int]
+) -> DataFrame:
     """:func:`nonmonotonic` for runs with a single ordered log sink where no record shows
     more than one part in it: then each record's first observe there is its only first
     occurrence, and the pairs come from the facts alone (one shuffle and sort of the
@@ -102,7 +104,7 @@ def nonmonotonic_from_facts(context: Context, facts: DataFrame, runs: Sequence[i
     return pairs
 
 
-def nonmonotonic(context: Context, runs: Sequence[int]) -> DataFrame:
+def nonmonotonic(context: QueryContext, runs: Sequence[int]) -> DataFrame:
     """Per ordered log sink and source partition, the first occurrence of every effect in
     observe order; one checkpointed row per adjacent pair whose source offsets decrease:
     ``run, record_id, sink, pno, off, pos, prev_rid, prev_off, prev_pos``. One scan, one
@@ -184,7 +186,7 @@ PARTITION_ROWS: Final = (
 """The columns of the partition pass's input rows (:func:`partition_rows`)."""
 
 
-def partition_rows(context: Context, runs: Sequence[int]) -> DataFrame:
+def partition_rows(context: QueryContext, runs: Sequence[int]) -> DataFrame:
     """The reads, fetches, commits, rollbacks and truncates of ``runs`` with a partition,
     from the events (the fused pass's cache gives the same rows when every record is read
     at most once: :meth:`Fused.ladder`)."""
@@ -200,7 +202,7 @@ def partition_rows(context: Context, runs: Sequence[int]) -> DataFrame:
 
 
 def partitions(
-    context: Context,
+    context: QueryContext,
     rows: DataFrame,
     *,
     one_reader: bool,
@@ -320,7 +322,7 @@ def _classified(sequenced: DataFrame) -> DataFrame:
     return found
 
 
-def offset_violations(context: Context, facts: DataFrame, runs: Sequence[int]) -> set[int]:
+def offset_violations(context: QueryContext, facts: DataFrame, runs: Sequence[int]) -> set[int]:
     """The runs where an append is not above an offset acknowledged before it (the
     validator's append rule), given that every record has at most one append and its acks
     follow it at its place (the certificate of :func:`records`): per partition, an append
@@ -405,7 +407,7 @@ def past_lost(facts: DataFrame, control: DataFrame, lossy: Sequence[int]) -> Dat
 
 
 def unsorted_partitions(
-    facts: DataFrame, context: Context, partitions: Sequence[tuple[int, int]]
+    facts: DataFrame, context: QueryContext, partitions: Sequence[tuple[int, int]]
 ) -> set[tuple[int, int]]:
     """Which of the ``(run, pno)`` partitions have an append at an offset below an earlier
     append's (then the local checker's binary search needs replaying exactly)."""
@@ -436,7 +438,7 @@ def unsorted_partitions(
 # ------------------------------------------------------------------------- other passes
 
 
-def aborted_reads(context: Context, runs: Sequence[int]) -> DataFrame:
+def aborted_reads(context: QueryContext, runs: Sequence[int]) -> DataFrame:
     """Observes of log-sink outputs emitted in a transaction that aborted (only for runs that
     have a ``txn-abort``): ``run, pos, output_id, sink, record_id, emit_pos, txn, abort_pos``."""
     ev = context.events.where(F.col("run").isin(*runs))
@@ -462,7 +464,7 @@ def aborted_reads(context: Context, runs: Sequence[int]) -> DataFrame:
     )
 
 
-def null_observes(context: Context, runs: Sequence[int]) -> DataFrame:
+def null_observes(context: QueryContext, runs: Sequence[int]) -> DataFrame:
     """Observes of log-sink outputs with no record id: ``run, pos, output_id, sink``."""
     ev = context.events.where(F.col("run").isin(*runs))
     return ev.where(
@@ -472,7 +474,7 @@ def null_observes(context: Context, runs: Sequence[int]) -> DataFrame:
     ).select("run", "pos", "output_id", "sink")
 
 
-def duplicate_effects(context: Context, copies: DataFrame, rows: int) -> DataFrame:
+def duplicate_effects(context: QueryContext, copies: DataFrame, rows: int) -> DataFrame:
     """One row per duplicated effect from its observe rows (:func:`observe_rows`, at most
     ``rows`` of them): ``run, record_id, part, copies (array of (pos, output_id) in observe
     order), emits (positions of every emit of those outputs)``. The observe rows are
@@ -498,7 +500,7 @@ def duplicate_effects(context: Context, copies: DataFrame, rows: int) -> DataFra
     return grouped.join(emitted, ["run", "record_id", "part"], "left")
 
 
-def _inputs(context: Context, facts: DataFrame, runs: Sequence[int]) -> DataFrame:
+def _inputs(context: QueryContext, facts: DataFrame, runs: Sequence[int]) -> DataFrame:
     """The acknowledged non-poison records with their key and value (``run, record_id, key,
     value``): their appends, less those of records never acknowledged (few in a sound
     history, so that side is broadcast)."""
@@ -511,7 +513,10 @@ def _inputs(context: Context, facts: DataFrame, runs: Sequence[int]) -> DataFram
 
 
 def _sides(
-    context: Context, keyed: DataFrame, tables: DataFrame, sinks: Sequence[tuple[int, str, str]]
+    context: QueryContext,
+    keyed: DataFrame,
+    tables: DataFrame,
+    sinks: Sequence[tuple[int, str, str]],
 ) -> tuple[DataFrame, DataFrame]:
     """The expected value of each key of each aggregated table sink (``run, sink, key,
     expected``) and its observed value (``run, sink, key, value, pos``); ``sinks``: run, sink
@@ -553,7 +558,7 @@ def _sides(
 
 
 def inputs_per_key(
-    context: Context, facts: DataFrame, runs: Sequence[int], *, all_acknowledged: bool = False
+    context: QueryContext, facts: DataFrame, runs: Sequence[int], *, all_acknowledged: bool = False
 ) -> DataFrame:
     """The acknowledged inputs of each key (``run, key, n, total``), from the appends.
     ``all_acknowledged``: the fused pass found no non-poison record of ``runs`` appended
@@ -572,7 +577,7 @@ def inputs_per_key(
 
 
 def count_mismatches(
-    context: Context,
+    context: QueryContext,
     facts: DataFrame,
     tables: DataFrame,
     runs: Sequence[int],
@@ -601,7 +606,7 @@ def count_mismatches(
 
 
 def _joined(
-    context: Context, tables: DataFrame, runs: Sequence[int], keyed: DataFrame
+    context: QueryContext, tables: DataFrame, runs: Sequence[int], keyed: DataFrame
 ) -> DataFrame:
     """Each key of each aggregated table sink of ``runs`` with its expected and observed
     value: ``run, sink, key, expected, observed (null: absent), pos``."""
@@ -643,7 +648,7 @@ def _joined(
 
 
 def mismatched(
-    context: Context, tables: DataFrame, runs: Sequence[int], keyed: DataFrame
+    context: QueryContext, tables: DataFrame, runs: Sequence[int], keyed: DataFrame
 ) -> dict[int, tuple[int, int]]:
     """Per run of ``runs``: how many keys of its aggregated table sinks show a value below
     the expected one, and how many above (phase one: counts only, no witness)."""

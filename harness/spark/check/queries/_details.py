@@ -15,14 +15,14 @@ from harness.spark.check.queries._anomalies import (
 from harness.spark.check.queries._load import (
     OBSERVE,
     SINK_LOG,
-    Context,
+    QueryContext,
 )
 
 # ---------------------------------------------------------------------- witness details
 
 
 def records_between(
-    facts: DataFrame, context: Context, ranges: Sequence[tuple[int, int, int, int, int]]
+    facts: DataFrame, context: QueryContext, ranges: Sequence[tuple[int, int, int, int, int]]
 ) -> dict[int, tuple[list[str], int]]:
     """For each ``(id, run, pno, low, high)``: the first :data:`MAX_WITNESSES` records
     appended at offsets ``low <= o < high`` of the partition, in append order, and how many
@@ -60,7 +60,7 @@ def records_between(
 
 
 def append_offsets(
-    facts: DataFrame, context: Context, partitions: Sequence[tuple[int, int]]
+    facts: DataFrame, context: QueryContext, partitions: Sequence[tuple[int, int]]
 ) -> dict[tuple[int, int], list[tuple[int, str]]]:
     """The offsets and record ids of every append of the given ``(run, pno)`` partitions,
     in append order (used only for partitions whose appends are out of offset order)."""
@@ -86,7 +86,7 @@ def append_offsets(
 
 
 def key_records(
-    context: Context, facts: DataFrame, keys: Sequence[tuple[int, str]]
+    context: QueryContext, facts: DataFrame, keys: Sequence[tuple[int, str]]
 ) -> dict[tuple[int, str], list[str]]:
     """The first :data:`MAX_WITNESSES` ids (sorted) of the acknowledged non-poison records
     with each ``(run, key)``."""
@@ -108,7 +108,7 @@ def key_records(
 
 
 def observed_parts(
-    context: Context, runs: Sequence[int], wanted: Sequence[tuple[int, str]]
+    context: QueryContext, runs: Sequence[int], wanted: Sequence[tuple[int, str]]
 ) -> dict[tuple[int, str], set[int]]:
     """Every part of each ``(run, record_id)`` that a log sink shows."""
     if not wanted:
@@ -128,7 +128,7 @@ def observed_parts(
     return result
 
 
-def positions(context: Context, runs: Sequence[int], code: int) -> dict[int, list[int]]:
+def positions(context: QueryContext, runs: Sequence[int], code: int) -> dict[int, list[int]]:
     """The positions of every event of kind ``code`` in each of ``runs``."""
     rows = (
         context.events.where(F.col("run").isin(*runs) & (F.col("kc") == code))

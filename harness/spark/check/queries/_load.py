@@ -3,7 +3,7 @@
 :func:`load` reads every run's files in one scan and annotates each event with its run and
 position, the codes of its kind, partition and sink (the numbers the other queries compare),
 and whether it breaks a per-event rule of the validator (:func:`with_flags` says which, in
-the validator's order). :class:`Context` holds the annotated events and keeps (checkpoints)
+the validator's order). :class:`QueryContext` holds the annotated events and keeps (checkpoints)
 the frames later queries read more than once, so every query plan stays small.
 """
 
@@ -35,7 +35,7 @@ from harness.history.events import (
 )
 from harness.spark.source import RunSource
 
-__all__ = ["Context", "load"]
+__all__ = ["QueryContext", "load"]
 
 KIND_CODES: Final = {kind.value: code for code, kind in enumerate(EventKind)}
 _K = {kind: code for code, kind in enumerate(EventKind)}
@@ -124,7 +124,7 @@ BROADCAST_ROWS: Final = 200_000
 
 
 @dataclass(slots=True)
-class Context:
+class QueryContext:
     """The annotated events of all runs and the small tables the queries share."""
 
     spark: SparkSession
@@ -248,12 +248,12 @@ def _sink_code(kind: SinkKind, ordered: bool, aggregate: Aggregate | None) -> in
     return code
 
 
-def load(spark: SparkSession, runs: tuple[RunSource, ...], partitions: int) -> Context:
+def load(spark: SparkSession, runs: tuple[RunSource, ...], partitions: int) -> QueryContext:
     """Read every file of ``runs`` in one scan and annotate the events (lazily: no job runs).
 
     Each row gets its run and position from its file (``_metadata.file_path`` and
     ``_metadata.row_index``), its kind code and the codes of its partition and sink."""
-    context = Context(spark, runs, _scanned(spark, runs), partitions, [])
+    context = QueryContext(spark, runs, _scanned(spark, runs), partitions, [])
     # a history is one file or few, read by default in about as many splits as the session
     # has cores: a core whose split is done idles while another finishes (on the 20M-event
     # bench history, 4 splits per unit of parallelism took the check from 67.9 s to 61.5 s)
@@ -283,7 +283,7 @@ _INLINE_CODES: Final = 64
 
 
 def _coded(
-    context: Context, events: DataFrame, name: str, code: str, rows: list[tuple[int, str, int]]
+    context: QueryContext, events: DataFrame, name: str, code: str, rows: list[tuple[int, str, int]]
 ) -> DataFrame:
     """``events`` with column ``code``: the code of column ``name`` in the event's run
     (``rows``: run, name, code), null when the run declares no such name."""
@@ -348,7 +348,7 @@ def _kind_code() -> Column:
 
 
 def _compact(raw: DataFrame) -> DataFrame:
-    """The columns of :attr:`Context.events` from the annotated events."""
+    """The columns of :attr:`QueryContext.events` from the annotated events."""
     kc = F.col("kc")
     return raw.select(
         "run",

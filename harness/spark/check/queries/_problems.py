@@ -23,7 +23,7 @@ from harness.spark.check.queries._load import (
     APPEND,
     PROBLEM_FLAGS,
     READ,
-    Context,
+    QueryContext,
     conform,
     union_all,
     with_flags,
@@ -32,7 +32,7 @@ from harness.spark.check.queries._load import (
 # ----------------------------------------------------------------------------- problems
 
 
-def problems(context: Context, runs: Sequence[int]) -> dict[int, list[dict[str, Any]]]:
+def problems(context: QueryContext, runs: Sequence[int]) -> dict[int, list[dict[str, Any]]]:
     """For each run that fails validation: its first 20 event problems in the validator's
     order (by event, then by rule), as rows of ``pos, code`` and the event's fields, plus
     ``earlier_*`` (the append that placed the record) and ``acked_*`` (the acknowledged

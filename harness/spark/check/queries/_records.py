@@ -48,7 +48,7 @@ from harness.spark.check.queries._load import (
     SINK_TABLE,
     TRUNCATE,
     TXN_ABORT,
-    Context,
+    QueryContext,
 )
 
 __all__ = ["FACT_COLUMNS", "Fused", "Summary", "exact_below", "fused", "record_totals"]
@@ -110,7 +110,7 @@ class Needs:
     """Some run has an ordered log sink (a record's first observe and parts there)."""
 
 
-def needs(context: Context) -> Needs:
+def needs(context: QueryContext) -> Needs:
     """What the sinks of ``context``'s runs need from the fused pass."""
     sinks = [spec for run in context.runs for spec in run.meta.sinks.values()]
     return Needs(
@@ -222,10 +222,10 @@ history fails validation), and for ordered log sinks ``ordered_effects`` (how ma
 parts they show) and ``ordered_first`` (the first such observe)."""
 
 
-def fused(context: Context) -> Fused:
+def fused(context: QueryContext) -> Fused:
     """The fused pass over every run (one scan, one shuffle, one query collecting a row per
     run, and a small one for the detail of a last ``end`` that is not ``complete``); the
-    groups stay cached for the later queries, until :meth:`Context.release`."""
+    groups stay cached for the later queries, until :meth:`QueryContext.release`."""
     groups = context.cache(_groups(context, needs(context)))
     rows = {int(row["run"]): row for row in _totals(groups).collect()}
     # the detail of a run's last end: "complete" from the totals, any other read back
@@ -267,7 +267,7 @@ def _summary(row: Any, end_detail: str | None) -> Summary:
     )
 
 
-def _grained(context: Context) -> DataFrame:
+def _grained(context: QueryContext) -> DataFrame:
     """Every event with its grain and group keys, and only the columns the groups need."""
     kc = F.col("kc")
     sk = F.col("sk")
@@ -323,7 +323,7 @@ def _grained(context: Context) -> DataFrame:
     )
 
 
-def _groups(context: Context, needs: Needs) -> DataFrame:
+def _groups(context: QueryContext, needs: Needs) -> DataFrame:
     """The groups of every grain, with their record facts and run counters: one hash
     aggregation, partial before the shuffle (which folds a run's other events map-side) and
     final after it."""
@@ -568,7 +568,7 @@ def _record_aggregates(record: Column) -> list[Column]:
     ]
 
 
-def exact_below(context: Context, runs: Sequence[int], facts: DataFrame) -> DataFrame:
+def exact_below(context: QueryContext, runs: Sequence[int], facts: DataFrame) -> DataFrame:
     """``facts`` with ``below``, ``extra`` and ``unacc`` counted exactly for the (rare)
     records the aggregation left open: parts past the bit mask, or observed parts their
     emits never declared (those outputs are unexpected, not copies)."""

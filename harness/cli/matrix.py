@@ -21,9 +21,9 @@ from typing import Any, Final
 
 from harness.catalogue.subject import Scenario, Subject
 from harness.check import AnomalyKind, Guarantee, Status
+from harness.engine import CounterexampleFound, default_seed, explore
 from harness.errors import ConfigError
 from harness.faults.kinds import Fault
-from harness.runner import CounterexampleFound, default_seed, explore
 from harness.search.profiles import Profile, profile
 from harness.sim.simulator import processor_path
 from harness.sim.world import BACKENDS, Backend

@@ -1,0 +1,381 @@
+"""The search: a processor under every planned fault, then under schedules Hypothesis draws.
+
+``explore(processor, guarantee=...)`` runs the systematic phase
+(:mod:`harness.search.systematic`), then the drawn phase (:mod:`harness.search.drawn`),
+simulating each schedule and checking each history. On the first failure the schedule is
+shrunk (by Hypothesis, then :func:`harness.faults.simplify.simplify`) and
+:class:`~harness.engine.results.CounterexampleFound` is raised, whose message is the report:
+the verdict, the shrunk schedule (as steps and as JSON), the seed and a one-line replay
+command. The failing schedule is saved as a *replay file*
+(:mod:`harness.engine.replay_file`) so ``python -m harness replay FILE`` reproduces it
+without Hypothesis.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import shlex
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from harness._output import writable
+from harness._progress import Stage, Tick, notify
+from harness._shown import shown
+from harness.check import Guarantee, Status, Verdict
+from harness.engine.replay_file import DEFAULT_FAILURES_DIR, Replay
+from harness.engine.reruns import rerun
+from harness.engine.results import CounterexampleFound, Exploration, Failure
+from harness.engine.runs import as_guarantee, run_once
+from harness.errors import ConfigError
+from harness.faults.schedule import Schedule
+from harness.faults.simplify import simplify
+from harness.history.events import History
+from harness.search.coverage import Coverage
+from harness.search.drawn import drawn_phase
+from harness.search.problems import Problems
+from harness.search.systematic import Plan, coverage, plan
+from harness.sim.budget import TIME_RAN_OUT, RunBudget, run_budget
+from harness.sim.simulator import Processor, processor_path
+from harness.sim.topology import Topology
+from harness.sim.world import BACKENDS, Backend
+
+if TYPE_CHECKING:
+    from harness.faults.kinds import Fault
+
+__all__ = ["default_seed", "explore"]
+
+
+def default_seed(processor: str) -> int:
+    """``$HARNESS_SEED``, else a seed derived from the processor's ``module:name``."""
+    env = os.environ.get("HARNESS_SEED")
+    if env:
+        try:
+            return int(env)
+        except ValueError:
+            raise ConfigError(f"HARNESS_SEED must be an integer, got {shown(env)}") from None
+    return int.from_bytes(hashlib.sha256(processor.encode()).digest()[:4], "big")
+
+
+def explore(
+    processor: Processor,
+    *,
+    guarantee: Guarantee | str,
+    topology: Topology | None = None,
+    backend: Backend = "memory",
+    max_examples: int | None = None,
+    max_steps: int | None = None,
+    faults: Iterable[Fault | str] | None = None,
+    seed: int | None = None,
+    failures_dir: str | os.PathLike[str] | None = DEFAULT_FAILURES_DIR,
+    systematic: bool = True,
+    budget: RunBudget | None = None,
+    max_problems: int = 1,
+) -> Exploration:
+    """Run ``processor`` under up to ``max_examples`` schedules; raise on a failure.
+
+    First the systematic phase (``systematic=False`` turns it off): every single fault at
+    every fault point of small workloads, then bounded pairs, deterministic and seedless
+    (:mod:`harness.search.systematic`); it takes at most three quarters of the budget. Then
+    Hypothesis draws the rest, from ``seed`` (default: ``$HARNESS_SEED``, else derived from
+    the processor's name), guided towards (fault, fault point) pairs not reached yet
+    (:mod:`harness.search.guided`). ``max_examples`` and ``max_steps`` default to the default
+    profile's (``$HARNESS_PROFILE``, else ``ci``). On a failure (INVALID, or UNKNOWN, which
+    fails closed) the schedule is shrunk, the replay file is written to ``failures_dir``
+    (None: not written) and :class:`CounterexampleFound` is raised. Either way the result
+    carries the fault coverage the search achieved. ``budget`` bounds every run
+    (:class:`~harness.sim.budget.RunBudget`, default 1,000,000 calls and 60 s); a run over it
+    ends UNKNOWN, and when it ran out of time the runs that shrink it get at most
+    ``SHRINK_SECONDS`` (1 s) each. ``max_problems`` > 1 keeps searching after a failure, with
+    the same budget each time, for failures that are another problem (another anomaly kind,
+    or the same kind for another root fault: :mod:`harness.search.problems`), each shrunk and
+    saved on its own; :class:`CounterexampleFound` then carries them all in ``failures``.
+    """
+    from harness.faults.kinds import fault_set
+    from harness.search.profiles import profile
+
+    defaults = profile(None)
+    guarantee = as_guarantee(guarantee)
+    limit = run_budget(budget)
+    topology = topology or Topology()
+    max_examples = defaults.max_examples if max_examples is None else max_examples
+    max_steps = defaults.max_steps if max_steps is None else max_steps
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend must be one of {BACKENDS}, got {shown(backend)}")
+    if type(max_examples) is not int or max_examples < 1:
+        raise ConfigError(f"max_examples must be an int >= 1, got {shown(max_examples)}")
+    if type(systematic) is not bool:
+        raise ConfigError(f"systematic must be True or False, got {shown(systematic)}")
+    if type(max_problems) is not int or max_problems < 1:
+        raise ConfigError(f"max_problems must be an int >= 1, got {shown(max_problems)}")
+    name = processor_path(processor)
+    seed = default_seed(name) if seed is None else seed
+    if type(seed) is not int:
+        raise ConfigError(f"seed must be an int, got {shown(seed)}")
+    start, failures_dir = _anchored(failures_dir)
+
+    def search(problems: Problems) -> _Search:
+        found = _Search(
+            processor,
+            name,
+            guarantee,
+            topology,
+            backend,
+            fault_set(faults),
+            seed + len(problems.known),  # a search after a failure draws other schedules
+            failures_dir,
+            limit=limit,
+            total=max_examples,
+            problems=problems,
+            start=start,
+        )
+        found.systematic(max_examples * 3 // 4 if systematic else 0)
+        found.drawn(max_examples - found.ran, max_steps)
+        return found
+
+    done = _every_problem(search, max_problems)
+    return Exploration(name, guarantee, done.ran, seed, done.coverage())
+
+
+def _every_problem(search: Callable[[Problems], _Search], max_problems: int) -> _Search:
+    """Search again after each failure, for problems not found yet, up to ``max_problems``;
+    raise them all, or return the passing search."""
+    problems = Problems()
+    found: list[Failure] = []
+    while True:
+        try:
+            done = search(problems)
+        except CounterexampleFound as failed:
+            found.append(failed.failure)
+            problems.add(failed.failure.schedule, failed.failure.verdict)
+            if len(found) < max_problems and not _ran_out(failed.failure.verdict):
+                continue
+            raise CounterexampleFound(found[0], found[1:]) from None
+        if found:
+            raise CounterexampleFound(found[0], found[1:])
+        return done
+
+
+def _ran_out(verdict: Verdict) -> bool:
+    """Whether a failure is a run out of time: a processor that hangs would spend the whole
+    run budget again in every further search, so none is started."""
+    return any(TIME_RAN_OUT in reason for reason in verdict.reasons)
+
+
+class _Search:
+    """One exploration's state: the phases run in turn, and the failure path they share."""
+
+    def __init__(
+        self,
+        processor: Processor,
+        name: str,
+        guarantee: Guarantee,
+        topology: Topology,
+        backend: Backend,
+        faults: frozenset[Fault],
+        seed: int,
+        failures_dir: str | os.PathLike[str] | None,
+        *,
+        limit: RunBudget,
+        total: int,
+        problems: Problems | None = None,
+        start: str | None = None,
+    ) -> None:
+        self.start = start
+        """The working directory the search began in: a replay file's path is shown from it."""
+        self.processor, self.name, self.guarantee = processor, name, guarantee
+        self.topology, self.backend, self.faults = topology, backend, faults
+        self.seed, self.failures_dir = seed, failures_dir
+        self.plan: Plan | None = None
+        self.ran = 0
+        self.planned_ran = 0
+        self.drawn_ran = 0
+        self.failures = 0
+        self.total = total
+        """The schedules the whole search may run (for progress)."""
+        self.limit = limit
+        """What each run may spend (shorter for shrinking a run that ran out of time)."""
+        self.started = time.perf_counter()
+        self.first = (0, 0.0)
+        """Which schedule failed first, and when (for the report)."""
+        self.problems = problems or Problems()
+        """The problems found by earlier searches: a failure showing one of them is not one."""
+
+    def run(self, schedule: Schedule) -> tuple[History, Verdict]:
+        return run_once(
+            self.processor,
+            schedule,
+            self.guarantee,
+            topology=self.topology,
+            backend=self.backend,
+            budget=self.limit,
+        )
+
+    def is_new(self, schedule: Schedule, verdict: Verdict) -> bool:
+        """Whether a failing run is not a problem an earlier search found."""
+        return not self.problems.known or self.problems.is_new(
+            schedule, verdict, lambda again: self.run(again)[1]
+        )
+
+    def searched(
+        self, schedule: Schedule, history: History, verdict: Verdict, shrinking: bool
+    ) -> bool:
+        """Count one search run, report progress; True if it failed with a problem not known
+        yet (the first failure sets the budget of the shrinking runs that follow)."""
+        failed = verdict.status is not Status.VALID and self.is_new(schedule, verdict)
+        if failed and not shrinking and self.failures == 0:
+            self.limit = self.limit.for_shrinking(history.events[-1].detail)
+        self.failures += failed
+        stage = Stage.SHRINK if shrinking or failed else Stage.SEARCH
+        notify(Tick(stage, self.ran, self.failures, self.total))
+        return failed
+
+    def coverage(self) -> Coverage:
+        if self.plan is None:
+            return Coverage(drawn=self.drawn_ran)
+        return coverage(self.plan, self.planned_ran, self.drawn_ran)
+
+    def systematic(self, limit: int) -> None:
+        """Run the systematic phase's first ``limit`` schedules (0: skip the phase)."""
+        if limit <= 0:
+            return
+        # the fault points are the same on every backend: probe and plan on the fast one
+        self.plan = plan(self.processor, self.topology, self.faults, budget=self.limit)
+        # a processor that hangs without faults hangs under them: a second a run is enough
+        self.limit = self.limit.for_shrinking(self.plan.ran_out)
+        for index, planned in enumerate(self.plan.schedules[:limit]):
+            if index < self.problems.resume:  # an earlier search ran it: passed or known
+                continue
+            self.problems.resume = index + 1
+            self.ran += 1
+            self.planned_ran += 1
+            history, verdict = self.run(planned.schedule)
+            if self.searched(planned.schedule, history, verdict, shrinking=False):
+                self.fail(planned.schedule, verdict, self.ran, time.perf_counter() - self.started)
+
+    def attempt(self, schedule: Schedule, shrinking: bool) -> tuple[History, Verdict, bool]:
+        """Run one drawn schedule (the drawn phase's :data:`~harness.search.drawn.Attempt`)."""
+        self.ran += 1
+        self.drawn_ran += not shrinking
+        history, verdict = self.run(schedule)
+        failed = self.searched(schedule, history, verdict, shrinking)
+        if failed and not shrinking:
+            self.first = (self.ran, time.perf_counter() - self.started)
+        return history, verdict, failed
+
+    def drawn(self, budget: int, max_steps: int) -> None:
+        """Let Hypothesis draw up to ``budget`` schedules (and shrink a failing one)."""
+        found = drawn_phase(
+            self.attempt,
+            self.topology,
+            self.faults,
+            budget=budget,
+            max_steps=max_steps,
+            seed=self.seed,
+        )
+        if found is not None:
+            self.fail(*found, *self.first)
+
+    def fail(self, schedule: Schedule, verdict: Verdict, first: int, seconds: float) -> NoReturn:
+        """Shrink ``schedule`` further, save the replay file and raise the failure."""
+        kinds = _failing_kinds(verdict)
+        timed_out = any(TIME_RAN_OUT in reason for reason in verdict.reasons)
+
+        def still_fails(candidate: Schedule) -> bool:
+            _, again = self.run(candidate)
+            return (
+                again.status is verdict.status
+                and _failing_kinds(again) == kinds
+                and self.is_new(candidate, again)
+            )
+
+        schedule = simplify(schedule, still_fails)
+        history, verdict = self.run(schedule)
+        seen = rerun(
+            self.processor,
+            schedule,
+            history,
+            verdict,
+            topology=self.topology,
+            backend=self.backend,
+            budget=self.limit,
+            failed=True,
+            timed_out=timed_out,
+        )
+        history, verdict = seen.history, seen.verdict  # a flaky processor's failure says so
+        covered = self.coverage()
+        spec = Replay(
+            self.name,
+            self.guarantee,
+            self.topology,
+            self.backend,
+            schedule,
+            _source_file(self.processor),
+            self.seed,
+            _factory(self.processor),
+        )
+        replay_file, note = None, None
+        if self.failures_dir is not None:
+            replay_file, note = spec.keep(self.failures_dir)
+        if replay_file is not None and note is None and self.start is not None:
+            relative = os.path.relpath(replay_file, self.start)
+            if not relative.startswith(os.pardir):
+                replay_file = Path(relative)
+        if replay_file is not None:
+            command = f"python -m harness replay {replay_file}"
+        else:
+            inline = json.dumps(spec.to_json(), separators=(",", ":"))
+            command = f"python -m harness replay {shlex.quote(inline)}"
+        raise CounterexampleFound(
+            Failure(
+                processor=self.name,
+                guarantee=self.guarantee,
+                backend=self.backend,
+                verdict=verdict,
+                schedule=schedule,
+                history=history,
+                seed=self.seed,
+                examples=self.ran,
+                first_failure_example=first,
+                first_failure_seconds=seconds,
+                replay_file=replay_file,
+                replay_command=command,
+                coverage=covered,
+                processor_errors=seen.processor_errors,
+                replay_note=note,
+            )
+        )
+
+
+def _anchored(failures_dir: str | os.PathLike[str] | None) -> tuple[str, Path | None]:
+    """The working directory, and ``failures_dir`` checked (before the search: a
+    counterexample needs a place to go) and made absolute: a processor that changes the
+    working directory must not send the replay file where the report's path does not lead."""
+    start = os.getcwd()
+    if failures_dir is None:
+        return start, None
+    return start, Path(
+        os.path.abspath(writable(failures_dir, "the failures directory", directory=True))
+    )
+
+
+def _failing_kinds(verdict: Verdict) -> frozenset[str]:
+    return frozenset(anomaly.kind.value for anomaly in verdict.anomalies)
+
+
+def _factory(processor: Processor) -> Mapping[str, Any] | None:
+    """The processor's own recipe for a replay file (``replay_spec()``), if it has one."""
+    replay_spec = getattr(processor, "replay_spec", None)
+    return replay_spec() if callable(replay_spec) else None
+
+
+def _source_file(processor: Processor) -> str | None:
+    try:
+        file = inspect.getsourcefile(processor)
+    except TypeError:
+        return None
+    return None if file is None else str(Path(file).resolve())

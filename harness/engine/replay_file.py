@@ -1,0 +1,157 @@
+"""Replay files: everything needed to run one failing schedule again, without Hypothesis.
+
+A :class:`Replay` is the processor (by ``module:name``, its source file, or the factory a
+door's application is made by), the guarantee, the topology, the backend, the schedule and
+the seed; :meth:`Replay.save` writes it whole into the failures directory, :meth:`Replay.keep`
+falls back to a temporary directory so a counterexample is never lost to a bad directory, and
+:meth:`Replay.load` reads one back (or the replay JSON itself, given inline).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from harness._json import parse_json
+from harness._output import writable, write_atomic
+from harness._shown import shown
+from harness.check import Guarantee
+from harness.errors import ConfigError
+from harness.faults.schedule import Schedule
+from harness.sim.topology import Topology
+from harness.sim.world import BACKENDS, Backend
+
+__all__ = ["DEFAULT_FAILURES_DIR", "REPLAY_VERSION", "Replay"]
+
+REPLAY_VERSION: Final = 1
+DEFAULT_FAILURES_DIR: Final = Path(".harness") / "failures"
+FALLBACK_FAILURES_DIR: Final = Path(tempfile.gettempdir()) / "harness-failures"
+"""Where a replay file goes when the failures directory cannot be written."""
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """Everything needed to run one schedule again: the content of a replay file."""
+
+    processor: str
+    guarantee: Guarantee
+    topology: Topology
+    backend: Backend
+    schedule: Schedule
+    processor_file: str | None = None
+    seed: int | None = None
+    factory: Mapping[str, Any] | None = None
+    """How to make the processor again when it is not importable by name (a door's
+    application: ``{"factory": "module:function", "args": {...}}``, see
+    :func:`make_processor`); written only when set."""
+
+    def to_json(self) -> dict[str, Any]:
+        data = {
+            "harness_replay": REPLAY_VERSION,
+            "processor": self.processor,
+            "processor_file": self.processor_file,
+            "guarantee": self.guarantee.value,
+            "backend": self.backend,
+            "seed": self.seed,
+            "topology": self.topology.to_json(),
+            "schedule": self.schedule.to_json(),
+        }
+        if self.factory is not None:
+            data["factory"] = dict(self.factory)
+        return data
+
+    @classmethod
+    def from_json(cls, data: object, where: str = "replay file") -> Replay:
+        if not isinstance(data, Mapping) or "harness_replay" not in data:
+            raise ConfigError(
+                f"{where} is not a replay file (no 'harness_replay' key); pass the file a "
+                "failing run saved under .harness/failures/"
+            )
+        version = data["harness_replay"]
+        if type(version) is not int or version != REPLAY_VERSION:
+            raise ConfigError(
+                f"{where} has replay version {shown(version)}; this harness reads "
+                f"version {REPLAY_VERSION}"
+            )
+        try:
+            guarantee = Guarantee(data["guarantee"])
+        except (KeyError, ValueError, TypeError):
+            raise ConfigError(
+                f"{where}: guarantee must be one of {[g.value for g in Guarantee]}, got "
+                f"{shown(data.get('guarantee'))}"
+            ) from None
+        backend = data.get("backend", "memory")
+        if not isinstance(backend, str) or backend not in BACKENDS:
+            raise ConfigError(f"{where}: backend must be one of {BACKENDS}, got {shown(backend)}")
+        processor = data.get("processor")
+        if not isinstance(processor, str) or ":" not in processor:
+            raise ConfigError(f"{where}: processor must be 'module:name', got {shown(processor)}")
+        file, seed = data.get("processor_file"), data.get("seed")
+        if file is not None and not isinstance(file, str):
+            raise ConfigError(f"{where}: processor_file must be a path or null, got {shown(file)}")
+        if seed is not None and type(seed) is not int:
+            raise ConfigError(f"{where}: seed must be an integer or null, got {shown(seed)}")
+        factory = data.get("factory")
+        if factory is not None and (
+            not isinstance(factory, Mapping)
+            or not isinstance(factory.get("factory"), str)
+            or not isinstance(factory.get("args"), Mapping)
+        ):
+            raise ConfigError(
+                f"{where}: factory must be an object with 'factory' ('module:function') and "
+                f"'args', got {shown(factory)}"
+            )
+        return cls(
+            processor=processor,
+            guarantee=guarantee,
+            topology=Topology.from_json(data.get("topology") or {}),
+            backend=backend,
+            schedule=Schedule.from_json(data.get("schedule")),
+            processor_file=file,
+            seed=seed,
+            factory=factory,
+        )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Replay:
+        """Read a replay file; a string that starts with ``{`` is the replay JSON itself."""
+        fix = "pass a replay file a failing run saved under .harness/failures/"
+        if isinstance(path, str) and path.lstrip().startswith("{"):
+            inline = parse_json(path, what="the replay JSON", fix=fix)
+            return cls.from_json(inline, "the replay JSON")
+        where = f"replay file {shown(os.fspath(path))}"
+        try:
+            text = Path(path).read_bytes()
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+            raise ConfigError(f"cannot read {where}: {reason}; {fix}") from None
+        return cls.from_json(parse_json(text, what=where, fix=fix), where)
+
+    def save(self, directory: str | os.PathLike[str]) -> Path:
+        """Write the replay file into ``directory`` (created if missing), whole or not at all
+        (a ``ConfigError`` says why not)."""
+        directory = writable(directory, "the failures directory", directory=True)
+        text = json.dumps(self.to_json(), indent=2, sort_keys=False) + "\n"
+        name = hashlib.sha256(text.encode()).hexdigest()[:12]
+        stem = self.processor.rpartition(":")[2][:100]
+        return write_atomic(directory / f"{stem}-{name}.json", text, "the replay file")
+
+    def keep(self, directory: str | os.PathLike[str]) -> tuple[Path | None, str | None]:
+        """Save the replay file in ``directory``, else in :data:`FALLBACK_FAILURES_DIR`: a
+        counterexample is never lost to a bad directory. Returns the file (None if neither
+        could be written) and a note saying where it went instead, if it did."""
+        try:
+            return self.save(directory), None
+        except ConfigError as exc:
+            why = str(exc)
+        try:
+            path = self.save(FALLBACK_FAILURES_DIR)
+        except ConfigError as again:
+            return None, f"{why}; nor in {FALLBACK_FAILURES_DIR} ({again}): see the replay JSON"
+        return path, f"{why}; saved in {FALLBACK_FAILURES_DIR} instead"

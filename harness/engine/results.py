@@ -1,0 +1,106 @@
+"""What an exploration returns: a passing :class:`Exploration`, or a :class:`Failure` raised
+inside :class:`CounterexampleFound` (every distinct problem found, the first one first).
+
+A failure's :meth:`Failure.report` is the text a user reads: the verdict, the processor's own
+errors, the shrunk schedule as steps and JSON, the coverage, the seed and the replay command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.check import Guarantee, Status, Verdict
+from harness.errors import HarnessError
+from harness.faults.schedule import Schedule
+from harness.history.events import History
+from harness.report.subject import ProcessorError
+from harness.search.coverage import Coverage
+from harness.sim.world import Backend
+
+__all__ = ["CounterexampleFound", "Exploration", "Failure"]
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """What a failing exploration found, shrunk."""
+
+    processor: str
+    guarantee: Guarantee
+    backend: Backend
+    verdict: Verdict
+    schedule: Schedule
+    history: History
+    seed: int
+    examples: int
+    """Schedules simulated in all (search and shrinking)."""
+    first_failure_example: int
+    """Which drawn schedule failed first (1-based)."""
+    first_failure_seconds: float
+    replay_file: Path | None
+    replay_command: str
+    coverage: Coverage = field(default_factory=Coverage)
+    """What the search had exercised when it failed."""
+    processor_errors: tuple[ProcessorError, ...] = ()
+    """Exceptions the processor raised in this run, with its own frames of their tracebacks."""
+    replay_note: str | None = None
+    """Why the replay file is not in the failures directory, and where it is instead."""
+
+    def report(self) -> str:
+        """The text shown when an exploration fails."""
+        held = "does NOT hold" if self.verdict.status is Status.INVALID else "could not be shown"
+        lines = [
+            f"{self.guarantee.value} {held} for {self.processor} ({self.backend} backend): "
+            f"{self.verdict.status.name}",
+            *(line for error in self.processor_errors for line in error.lines()),
+            self.verdict.summary(),
+            f"shrunk schedule ({len(self.schedule)} steps; first failure at schedule "
+            f"{self.first_failure_example} after {self.first_failure_seconds:.2f} s, "
+            f"{self.examples} schedules run in all):",
+            self.schedule.describe(),
+            f"schedule JSON: {self.schedule.dumps()}",
+            f"coverage: {self.coverage.summary()}",
+            f"seed: {self.seed}  (explore(..., seed={self.seed}) repeats this search)",
+            f"replay: {self.replay_command}",
+            *([f"replay file: {self.replay_note}"] if self.replay_note else []),
+        ]
+        return "\n".join(lines)
+
+
+class CounterexampleFound(HarnessError, AssertionError):
+    """``explore`` found a schedule under which the guarantee does not hold (or cannot be
+    judged); ``failure`` has the details and ``str()`` is the report. ``failures`` is every
+    distinct problem found (``failure`` first; more with ``max_problems``)."""
+
+    def __init__(self, failure: Failure, others: Iterable[Failure] = ()) -> None:
+        self.failure = failure
+        self.failures = (failure, *others)
+        if len(self.failures) == 1:
+            super().__init__(failure.report())
+            return
+        count = len(self.failures)
+        parts = [
+            f"problem {number} of {count}:\n{one.report()}"
+            for number, one in enumerate(self.failures, 1)
+        ]
+        super().__init__(f"{count} distinct problems found\n\n" + "\n\n".join(parts))
+
+
+@dataclass(frozen=True, slots=True)
+class Exploration:
+    """A passing exploration: how many schedules were run, from which seed, and the fault
+    coverage they achieved."""
+
+    processor: str
+    guarantee: Guarantee
+    examples: int
+    seed: int
+    coverage: Coverage = field(default_factory=Coverage)
+
+    def summary(self) -> str:
+        """``at-least-once held for m:p: 53/53 fault points, ..., 300 schedules (...)``."""
+        return (
+            f"{self.guarantee.value} held for {self.processor}: {self.coverage.summary()}, "
+            f"seed {self.seed}"
+        )

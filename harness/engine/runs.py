@@ -1,0 +1,81 @@
+"""One schedule run and judged: :func:`run_once`, and :func:`replay` of a saved one.
+
+``run_once`` simulates one schedule and checks its history; ``replay`` does so for a replay
+file (no Hypothesis involved), then runs it again (:mod:`harness.engine.reruns`) to tell a
+flaky processor from a deterministic one.
+"""
+
+from __future__ import annotations
+
+import os
+
+from harness._shown import shown
+from harness.check import Guarantee, Verdict, check
+from harness.engine.loading import load_processor, make_processor
+from harness.engine.replay_file import Replay
+from harness.engine.reruns import rerun
+from harness.errors import ConfigError
+from harness.faults.schedule import Schedule
+from harness.history.events import History
+from harness.sim.budget import RunBudget
+from harness.sim.simulator import Processor, simulate
+from harness.sim.topology import Topology
+from harness.sim.world import Backend
+
+__all__ = ["as_guarantee", "replay", "run_once"]
+
+
+def as_guarantee(guarantee: object) -> Guarantee:
+    """A :class:`Guarantee` or its name (``"exactly-once"``), checked."""
+    try:
+        return Guarantee(guarantee)
+    except ValueError:
+        raise ConfigError(
+            f"guarantee must be one of {[g.value for g in Guarantee]}, got {shown(guarantee)}"
+        ) from None
+
+
+def run_once(
+    processor: Processor,
+    schedule: Schedule,
+    guarantee: Guarantee | str,
+    *,
+    topology: Topology | None = None,
+    backend: Backend = "memory",
+    budget: RunBudget | None = None,
+) -> tuple[History, Verdict]:
+    """Simulate one schedule and check its history. ``budget`` bounds the run (default
+    :data:`harness.sim.budget.DEFAULT_RUN_BUDGET`); a run over it is UNKNOWN."""
+    guarantee = as_guarantee(guarantee)
+    history = simulate(processor, schedule, topology=topology, backend=backend, budget=budget)
+    return history, check(history, guarantee)
+
+
+def replay(
+    source: Replay | str | os.PathLike[str], *, budget: RunBudget | None = None
+) -> tuple[History, Verdict]:
+    """Run a saved schedule again (no Hypothesis involved) and check it."""
+    spec = source if isinstance(source, Replay) else Replay.load(source)
+    if spec.factory is not None:
+        processor = make_processor(spec.factory)
+    else:
+        processor = load_processor(spec.processor, spec.processor_file)
+    topology, backend = spec.topology, spec.backend
+    history, verdict = run_once(
+        processor,
+        spec.schedule,
+        spec.guarantee,
+        topology=topology,
+        backend=backend,
+        budget=budget,
+    )
+    seen = rerun(
+        processor,
+        spec.schedule,
+        history,
+        verdict,
+        topology=topology,
+        backend=backend,
+        budget=budget,
+    )
+    return seen.history, seen.verdict
