@@ -410,7 +410,13 @@ def test_the_quickstart_fails_with_a_readable_counterexample_then_passes_when_fi
     output = result.stdout.str()
     failure = output[output.index(" FAILURES ") : output.index(" short test summary info ")]
     # the traceback stops at the test: no frames of the harness, Hypothesis or the plugin
-    for internal in ("runner.py", "pytest_plugin.py", "site-packages", "Traceback"):
+    for internal in (
+        "harness/engine",
+        "explorer.py",
+        "pytest_plugin.py",
+        "site-packages",
+        "Traceback",
+    ):
         assert internal not in failure
     assert len(failure.splitlines()) < 30
     [replay_file] = (pytester.path / ".harness" / "failures").glob("forward-*.json")
