@@ -235,6 +235,16 @@ FORCE_TERMINAL: Final = """
 """
 
 
+@pytest.fixture
+def forced_terminal(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process runs in ``pytester`` see a terminal, outside CI, with no delay."""
+    for name in ("CI", "PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS", "HARNESS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    monkeypatch.setattr(_TerminalProgress, "delay", 0.0)
+    pytester.makeconftest(FORCE_TERMINAL)
+
+
 @pytest.mark.parametrize(
     ("args", "env", "drawn"),
     [
@@ -248,6 +258,7 @@ FORCE_TERMINAL: Final = """
         (["-n", "1"], {}, False),  # an xdist worker has no terminal
     ],
 )
+@pytest.mark.usefixtures("forced_terminal")
 def test_the_progress_is_drawn_only_where_nothing_else_writes_on_its_line(
     pytester: pytest.Pytester,
     monkeypatch: pytest.MonkeyPatch,
@@ -255,13 +266,8 @@ def test_the_progress_is_drawn_only_where_nothing_else_writes_on_its_line(
     env: dict[str, str],
     drawn: bool,
 ) -> None:
-    for name in ("CI", "PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS", "HARNESS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TERM", "xterm")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr(_TerminalProgress, "delay", 0.0)
-    pytester.makeconftest(FORCE_TERMINAL)
     pytester.makepyfile(
         test_live="""
         from harness.catalogue.toys import process_then_commit as correct
@@ -280,14 +286,10 @@ def test_the_progress_is_drawn_only_where_nothing_else_writes_on_its_line(
     assert ("search 1/20 schedules, 0 failing" in result.stdout.str()) is drawn
 
 
+@pytest.mark.usefixtures("forced_terminal")
 def test_the_progress_stops_and_leaves_the_line_alone_once_another_writes_on_it(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester,
 ) -> None:
-    for name in ("CI", "PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS", "HARNESS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TERM", "xterm")
-    monkeypatch.setattr(_TerminalProgress, "delay", 0.0)
-    pytester.makeconftest(FORCE_TERMINAL)
     pytester.makepyfile(
         test_noisy="""
         import pytest
