@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
 import pytest
 
@@ -737,77 +737,148 @@ class Explorer:
         raise found  # __call__ adds the pytest command and writes the report files
 
 
+_PROGRESS_REFRESH: Final = 0.1
+"""The progress text is redrawn at most this often (seconds)."""
+_PROGRESS_MARGIN: Final = 2
+"""Columns left free at the right: the text never reaches the terminal's last column, where
+a terminal wraps or holds the cursor, so backspacing over it always lands where it began."""
+
+
+def _progress_reporter(config: pytest.Config | None) -> pytest.TerminalReporter | None:
+    """pytest's terminal reporter when live progress may be drawn on its line, else None.
+
+    Only on a terminal, outside CI and ``TERM=dumb``, in the process that owns the terminal
+    (not an xdist worker), below ``-qq``, with the test's output captured at the file
+    descriptors (``-s`` or ``--capture=sys|tee-sys`` would let the test's own output land
+    between the progress text and its erasure) and without live logging (``log_cli``, whose
+    records pytest writes on the same line)."""
+    if config is None or os.environ.get("CI") or os.environ.get("TERM") == "dumb":
+        return None
+    reporter: pytest.TerminalReporter | None = config.pluginmanager.get_plugin("terminalreporter")
+    if (
+        reporter is None
+        or not bool(reporter.isatty)
+        or getattr(config, "workerinput", None) is not None  # an xdist worker
+        or config.get_verbosity() < -1
+        or config.pluginmanager.get_plugin("capturemanager") is None
+        or config.getoption("capture", None) != "fd"
+        or _live_logging(config)
+    ):
+        return None
+    return reporter
+
+
+def _live_logging(config: pytest.Config) -> bool:
+    """Whether pytest writes log records to the terminal as they come (``log_cli``)."""
+    if config.getoption("log_cli_level", None) is not None:
+        return True
+    try:
+        return bool(config.getini("log_cli"))
+    except ValueError:  # the logging plugin is off (-p no:logging)
+        return False
+
+
+def _progress_texts(name: str, tick: Tick, eta: str) -> list[str]:
+    """What the progress says, longest first; the longest that fits is drawn."""
+    stage = tick.stage.value
+    count = f"{tick.schedules}/{tick.budget}" if stage == "search" else f"{tick.schedules}"
+    failing = f"{tick.failures} failing"
+    said = f"{stage} {count} schedules, {failing}{eta}"
+    texts = [f"harness {name}: {said}"] if name else []
+    shorter = (f"{count}, {failing}{eta}", f"{count}, {failing}", count)
+    return [*texts, f"harness: {said}", *(f"harness: {stage} {text}" for text in shorter), count]
+
+
 @final
 class _TerminalProgress:
-    """A live line on pytest's terminal while a test's exploration runs: the test, the
-    stage, schedules run of the budget, failures, an ETA. Only on a terminal, outside CI,
-    not in xdist workers (they have no terminal) and not under ``-q -q``."""
+    """Live progress of a test's exploration, drawn on pytest's own current terminal line.
 
-    def __init__(self, config: pytest.Config, nodeid: str) -> None:
-        self._config = config
-        self._name = nodeid.rpartition("::")[2] or nodeid
+    The text goes after what pytest has written on that line (the file and the status letters
+    so far; under ``-v`` the test's id), in the room left before the right margin, the longest
+    form that fits (none if none does), and is taken back with backspaces and spaces before
+    the exploration returns or raises: the cursor is then where pytest left it, the line holds
+    only what pytest wrote, and pytest's next status letter or ``PASSED``/``FAILED`` lands
+    where it would have. It is written with the reporter's ``write_raw``, so pytest's own
+    account of the line (where its ``[ NN%]`` goes) is unchanged, and it never writes a
+    carriage return or a newline. It appears once the exploration has run :attr:`delay`
+    seconds, so quick tests show nothing. Should pytest's line change under it (a plugin
+    writing through the reporter mid-test), it stops drawing and leaves that line alone.
+    """
+
+    delay: ClassVar[float] = 0.5
+    """Seconds an exploration runs before its progress is first drawn."""
+
+    def __init__(self, config: pytest.Config, reporter: pytest.TerminalReporter, nodeid: str):
+        self._reporter = reporter
+        self._writer = config.get_terminal_writer()
+        self._capture: Any = config.pluginmanager.get_plugin("capturemanager")
+        name = nodeid.rpartition("::")[2] or nodeid
+        # the test's id is on the line already under -v; only printable ASCII, one column each
+        self._name = "" if config.get_verbosity() > 0 else re.sub(r"[^ -~]", "?", name)
         self._started = time.monotonic()
-        self._drawn = 0.0
-        self._shown = False
+        self._drawn_at = 0.0
+        self._column: int | None = None
+        """pytest's width of its line when the text was first drawn; None: not drawn yet."""
+        self._width = 0
+        """Columns the text on screen takes (the cursor is at its end)."""
+        self._lost = False
 
     @staticmethod
     @contextmanager
     def for_test(config: pytest.Config | None, nodeid: str) -> Iterator[None]:
-        """Draw the exploration run inside the block, when there is a terminal to draw on."""
+        """Draw the progress of the exploration run inside the block, when it may be drawn."""
         from harness._progress import watching
 
-        reporter = None if config is None else config.pluginmanager.get_plugin("terminalreporter")
-        if (
-            config is None
-            or reporter is None
-            or not bool(reporter.isatty)
-            or os.environ.get("CI")
-            or getattr(config, "workerinput", None) is not None  # an xdist worker
-            or config.get_verbosity() < -1
-        ):
+        reporter = _progress_reporter(config)
+        if config is None or reporter is None:
             yield
             return
-        progress = _TerminalProgress(config, nodeid)
+        progress = _TerminalProgress(config, reporter, nodeid)
         try:
             with watching(progress.tick):
                 yield
         finally:
             progress.close()
 
-    def _write(self, line: str) -> None:
-        reporter = self._config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None:
-            return
-        capture = self._config.pluginmanager.get_plugin("capturemanager")
-        if capture is None:
-            reporter.rewrite(line, erase=True)
-            return
-        with capture.global_and_fixture_disabled():  # the test's output is being captured
-            reporter.rewrite(line, erase=True)
+    def _ours(self) -> bool:
+        """Whether the line is still as pytest left it when the text was first drawn."""
+        if self._column is not None and self._writer.width_of_current_line != self._column:
+            self._lost = True
+        return not self._lost
 
     def tick(self, tick: Tick) -> None:
-        """Redraw the line, at most ten times a second."""
+        """Redraw the text, at most ten times a second, once the exploration is slow."""
         now = time.monotonic()
-        if now - self._drawn < 0.1:
+        elapsed = now - self._started
+        if elapsed < self.delay or now - self._drawn_at < _PROGRESS_REFRESH or not self._ours():
             return
-        self._drawn = now
-        if not self._shown:
-            self._shown = True
-            self._write(" \n")  # a line of its own, below pytest's
-        count = f"{tick.schedules} schedules"
+        self._drawn_at = now
         eta = ""
-        if tick.stage.value == "search":
-            count = f"{tick.schedules}/{tick.budget} schedules"
-            rate = (now - self._started) / tick.schedules
-            eta = f", ETA {rate * (tick.budget - tick.schedules):.0f} s"
-        self._write(
-            f"harness: {self._name}: {tick.stage.value}, {count}, {tick.failures} failing{eta}"
-        )
+        if tick.stage.value == "search" and tick.schedules:
+            left = max(tick.budget - tick.schedules, 0)
+            eta = f", ETA {elapsed / tick.schedules * left:.0f} s"
+        with self._capture.global_and_fixture_disabled():  # stdout: the terminal, not the test's
+            column = self._writer.width_of_current_line if self._column is None else self._column
+            # measured now: while the test's output is captured there is no terminal to measure
+            room = self._writer.fullwidth - column - _PROGRESS_MARGIN - 1  # 1: a space before
+            fitting = [t for t in _progress_texts(self._name, tick, eta) if len(t) <= room]
+            if fitting or self._column is not None:
+                self._column = column
+                self._replace(f" {fitting[0]}" if fitting else "")
+
+    def _replace(self, text: str) -> None:
+        """Put ``text`` where the previous text was; spaces over what it does not cover."""
+        spill = max(self._width - len(text), 0)
+        shown = self._writer.markup(text, light=True) if text else ""
+        self._reporter.write_raw("\b" * self._width + shown + " " * spill + "\b" * spill)
+        self._reporter.flush()
+        self._width = len(text)
 
     def close(self) -> None:
-        """Erase the line."""
-        if self._shown:
-            self._write("")
+        """Take the text back: spaces over it, the cursor where pytest left it."""
+        if self._width and self._ours():
+            with self._capture.global_and_fixture_disabled():
+                self._replace("")
 
 
 def _replay_report(failure: Failure, path: Path) -> str:

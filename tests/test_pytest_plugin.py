@@ -129,41 +129,6 @@ def test_a_pytest_run_with_the_plugin_imports_no_engine_module_until_used(
     result.assert_outcomes(passed=2)
 
 
-# -- live progress ----------------------------------------------------------------------------
-
-FORCE_TERMINAL = """
-    import pytest
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_configure(config):
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        reporter.isatty = type(reporter.isatty)(True)  # as if stdout were a terminal
-"""
-
-
-@pytest.mark.parametrize("ci", [False, True])
-def test_an_exploration_shows_live_progress_on_a_terminal_but_not_in_ci(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, ci: bool
-) -> None:
-    if ci:
-        monkeypatch.setenv("CI", "true")
-    else:
-        monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this suite's own worker
-    pytester.makeconftest(FORCE_TERMINAL)
-    pytester.makepyfile(
-        test_live=PROCESSORS
-        + """
-    def test_correct(harness_explore):
-        harness_explore(correct, guarantee="at-least-once", max_examples=40)
-    """
-    )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1)
-    drawn = "harness: test_correct: search, 1/40 schedules, 0 failing, ETA" in result.stdout.str()
-    assert drawn is not ci
-
-
 # -- options, ini, marker -------------------------------------------------------------------
 
 
