@@ -33,11 +33,13 @@ class Tick:
 
     stage: Stage
     schedules: int
-    """Schedules run so far in this exploration, shrinking included."""
+    """Schedules run so far in this exploration (every search of it), shrinking included."""
     failures: int
-    """Of those, how many did not give VALID."""
+    """Problems found so far: the distinct failures of earlier searches, and this search's
+    own once one of its runs failed (its shrinking runs are not counted again)."""
     budget: int
-    """The search's ``max_examples`` (the shrink phase has no known end)."""
+    """The schedules this exploration may run: the earlier searches' and this search's
+    ``max_examples`` (the shrink phase has no known end)."""
 
 
 _WATCHER: Final[ContextVar[Callable[[Tick], None] | None]] = ContextVar(

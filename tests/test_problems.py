@@ -8,6 +8,7 @@ import pytest
 
 import harness
 from harness import Crash, Duplicate, Produce, Run, Schedule, Takeover
+from harness import _progress as harness_progress
 from harness.check import AnomalyKind, Guarantee, check
 from harness.check.verdict import Anomaly, Status, Verdict, Witness
 from harness.faults.schedule import LoseAck, Step, Tick
@@ -117,3 +118,28 @@ def test_a_fault_the_failure_needs_is_another_root_fault() -> None:
     problems = _known(Produce(), Run(4), Crash())
     resent = Schedule((Produce(), Run(2), LoseAck(), Run(5)))
     assert problems.is_new(resent, _relay(resent), _relay)
+
+
+def test_progress_counts_on_across_the_searches_for_further_problems() -> None:
+    """A search for further problems continues the exploration's progress: its schedules
+    count on from the earlier searches' and the problems found stay found (it went back to
+    ``search 1/N ... 0 failing``)."""
+    from harness._progress import watching
+
+    ticks: list[harness_progress.Tick] = []
+    with watching(ticks.append), pytest.raises(harness.CounterexampleFound) as found:
+        harness.explore(
+            store_then_process,
+            guarantee=ALO,
+            failures_dir=None,
+            max_problems=5,
+            max_examples=400,
+            seed=1640618239,
+        )
+    assert len(found.value.failures) == 1  # one problem, then a whole search that found none
+    schedules = [tick.schedules for tick in ticks]
+    assert schedules == sorted(schedules) and schedules[-1] > 400
+    assert [tick.failures for tick in ticks][-1] == 1
+    first = next(i for i, tick in enumerate(ticks) if tick.failures)
+    assert all(tick.failures == 1 for tick in ticks[first:])
+    assert ticks[-1].budget > ticks[0].budget == 400

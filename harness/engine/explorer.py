@@ -118,7 +118,7 @@ def explore(
         raise ConfigError(f"seed must be an int, got {shown(seed)}")
     start, failures_dir = _anchored(failures_dir)
 
-    def search(problems: Problems) -> _Search:
+    def search(problems: Problems, before: int) -> _Search:
         found = _Search(
             processor,
             name,
@@ -132,6 +132,7 @@ def explore(
             total=max_examples,
             problems=problems,
             start=start,
+            before=before,
         )
         found.systematic(max_examples * 3 // 4 if systematic else 0)
         found.drawn(max_examples - found.ran, max_steps)
@@ -141,14 +142,14 @@ def explore(
     return Exploration(name, guarantee, done.ran, seed, done.coverage())
 
 
-def _every_problem(search: Callable[[Problems], _Search], max_problems: int) -> _Search:
+def _every_problem(search: Callable[[Problems, int], _Search], max_problems: int) -> _Search:
     """Search again after each failure, for problems not found yet, up to ``max_problems``;
     raise them all, or return the passing search."""
     problems = Problems()
     found: list[Failure] = []
     while True:
         try:
-            done = search(problems)
+            done = search(problems, sum(failure.examples for failure in found))
         except CounterexampleFound as failed:
             found.append(failed.failure)
             problems.add(failed.failure.schedule, failed.failure.verdict)
@@ -184,8 +185,11 @@ class _Search:
         total: int,
         problems: Problems | None = None,
         start: str | None = None,
+        before: int = 0,
     ) -> None:
         self.start = start
+        self.before = before
+        """Schedules the earlier searches of this exploration ran (progress counts on)."""
         """The working directory the search began in: a replay file's path is shown from it."""
         self.processor, self.name, self.guarantee = processor, name, guarantee
         self.topology, self.backend, self.faults = topology, backend, faults
@@ -231,7 +235,8 @@ class _Search:
             self.limit = self.limit.for_shrinking(history.events[-1].detail)
         self.failures += failed
         stage = Stage.SHRINK if shrinking or failed else Stage.SEARCH
-        notify(Tick(stage, self.ran, self.failures, self.total))
+        found = len(self.problems.known) + (self.failures > 0)
+        notify(Tick(stage, self.before + self.ran, found, self.before + self.total))
         return failed
 
     def coverage(self) -> Coverage:
