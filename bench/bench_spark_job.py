@@ -91,7 +91,8 @@ def main() -> None:
         f"unchanged job, in-process crashes: {job_rate:.1f} schedules/min ({len(plan)} schedules)"
     )
 
-    kills = planned_schedules(batches=1, records=4, hows=(CrashHow.SIGKILL,))[: args.sigkill]
+    kills = planned_schedules(batches=1, records=4, hows=(CrashHow.SIGKILL,), tasks=False)
+    kills = kills[: args.sigkill]
     if kills:
         started = time.monotonic()
         explore_job(
