@@ -410,3 +410,25 @@ def test_a_failed_task_is_retried_and_a_kafka_sink_writes_its_rows_again(tmp_pat
         {"step": 1, "process": 1, "batch": 1, "at": "read", "retried": True}
     ]
     assert upsert["errors"] == [] and upsert["exactly-once"] == []
+
+
+def test_a_stream_written_to_a_table_is_observed_and_holds(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """``toTable`` writes the table's file sink in the schedule's directory; observed as
+    ``table:NAME``, it holds exactly-once through a crash after its write."""
+    job = SparkJob(
+        str(JOBS / "table_sink.py"),
+        inputs=("events",),
+        sinks=("table:analytics.events",),
+        argv=("analytics.events",),
+        id_column="id",
+        max_offsets_per_trigger=2,
+    )
+    result = run_job(job, _crash(CrashPoint.AFTER_WRITE), workdir=tmp_path, spark=spark)
+    assert result.crashes and not result.errors, result.errors
+    observed = [e for e in result.history.events if e.kind.value == "observe"]
+    assert sorted(str(e.record_id) for e in observed) == [f"r{n}" for n in range(6)]
+    assert check(result.history, EO).status is Status.VALID
+    warehouse = tmp_path / "world" / "cwd" / "spark-warehouse" / "analytics.db" / "events"
+    assert (warehouse / "_spark_metadata").is_dir()

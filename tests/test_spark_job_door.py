@@ -232,6 +232,18 @@ def test_sinks_and_jobs_are_checked() -> None:
         SparkJob(str(JOBS / "fb_append.py"), inputs=("e",), outputs=("o",), value_format="xml")
 
 
+def test_a_table_s_path_is_spark_s_warehouse_path() -> None:
+    from harness.spark.streaming._interpose_paths import table_path
+
+    assert table_path("events") == "spark-warehouse/events"
+    assert table_path("analytics.events") == "spark-warehouse/analytics.db/events"
+    assert table_path("spark_catalog.`db`.t") == "spark-warehouse/db.db/t"
+    for bad in ("", "a/b", "..", "a.b.c.d"):
+        with pytest.raises(ConfigError, match="table name"):
+            table_path(bad)
+    assert JobSink.parse("table:db.events") == JobSink("table", "db.events")
+
+
 def test_default_row_lineage() -> None:
     assert row_ids({"id": "r7", "note": "R7 and r12"}, None) == ["r7", "r12"]
     assert row_ids({"value": b'{"id":"r3"}'}, None) == ["r3"]

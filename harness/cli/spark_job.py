@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KIND:WHERE",
-        help="files:PATH, sqlite:DB:TABLE, lines:GLOB or console, in the job's own paths",
+        help="files:PATH, sqlite:DB:TABLE, lines:GLOB, table:NAME or console (job's paths)",
     )
     parser.add_argument("--partitions", type=int, default=1, help="partitions per input topic")
     parser.add_argument("--value-format", choices=["json", "text", "words"], default="json")

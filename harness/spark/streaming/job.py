@@ -87,7 +87,7 @@ __all__ = [
 
 BASE_TIMESTAMP_MS: Final = 1_700_000_000_000
 _TOKEN: Final = re.compile(r"(?<![A-Za-z0-9_])[rR](\d{1,12})(?![A-Za-z0-9_])")
-_SINK_KINDS: Final = ("kafka", "files", "sqlite", "lines")
+_SINK_KINDS: Final = ("kafka", "files", "sqlite", "lines", "table")
 _VALUE_FORMATS: Final = ("json", "text", "words")
 JOB_MASTER: Final = "local[2,2]"
 """The master the harness starts a job's session on when none runs (the CLI, a child
@@ -123,7 +123,9 @@ class JobSink:
     redirected like the job's): ``kafka:TOPIC``, ``files:PATH`` (a Spark file sink, read
     through its ``_spark_metadata`` log), ``sqlite:DB:TABLE`` (each row, or with
     :attr:`SparkJob.table` a key -> count table), ``lines:GLOB`` (each non-empty line of
-    the matching files) or ``console`` (the rows the console sink would have printed)."""
+    the matching files), ``table:NAME`` (what ``writeStream.toTable(NAME)`` wrote: a file
+    sink at the table's warehouse path) or ``console`` (the rows the console sink would
+    have printed)."""
 
     kind: str
     location: str
@@ -137,7 +139,7 @@ class JobSink:
         if kind not in _SINK_KINDS or not rest:
             raise ConfigError(
                 f"sink {spec!r:.80} must be kafka:TOPIC, files:PATH, sqlite:DB:TABLE, "
-                "lines:GLOB or console"
+                "lines:GLOB, table:NAME or console"
             )
         if kind == "sqlite":
             location, _, table = rest.rpartition(":")
@@ -231,7 +233,7 @@ class SparkJob:
         return kafka + self.sinks
 
     def sink_spec(self, sink: JobSink) -> SinkSpec:
-        if self.table is not None and sink.kind in ("sqlite", "files", "console"):
+        if self.table is not None and sink.kind in ("sqlite", "files", "console", "table"):
             return SinkSpec(kind=SinkKind.TABLE, aggregate=Aggregate.COUNT)
         return SinkSpec(kind=SinkKind.LOG)
 
