@@ -87,6 +87,12 @@ def test_non_idempotent_foreach_batch_fails_exactly_once_and_replays(
     assert check(again.history, EO).status is Status.INVALID
     assert again.history.events == found.failure.history.events  # same schedule, same history
     assert check(found.failure.history, ALO).status is Status.VALID
+    from harness.report import render_text
+
+    reported = found.reported()  # the counterexample as the reports take any run
+    assert reported is not None and reported.replay_command is not None
+    text = render_text(reported)
+    assert "duplicate" in text and "after-write/raise x1" in text
 
 
 def test_non_idempotent_foreach_batch_under_sigkill_of_the_driver(

@@ -468,7 +468,8 @@ class JobExplorer:
             assert explored.failure is not None
             raise AssertionError(
                 f"{explored.verdict.summary()}\n{explored.failure.schedule.describe()}\n"
-                f"tried: {explored.coverage()}\nreplay file: {explored.replay_file}"
+                f"tried: {explored.coverage()}\nreplay file: {explored.replay_file} "
+                "(python -m harness replay FILE, or report FILE --out DIR)"
             )
         return explored
 
