@@ -224,7 +224,7 @@ class JobReplay:
         try:
             text = source if source.lstrip().startswith("{") else Path(source).read_text("utf-8")
             data = json.loads(text)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # too deep a nesting: not ours
             return None
         if not isinstance(data, Mapping) or "harness_spark_job_replay" not in data:
             return None
