@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.check import Guarantee  # noqa: E402
 from harness.faults.streams import CrashHow  # noqa: E402
-from harness.spark.streaming.job import SparkJob  # noqa: E402
+from harness.spark.streaming.job import SparkJob, quiet_session  # noqa: E402
 from harness.spark.streaming.jobsearch import explore_job, planned_schedules  # noqa: E402
 
 JOBS = ROOT / "tests" / "spark_jobs"
@@ -57,6 +57,7 @@ def _job(name: str) -> SparkJob:
 
 def _first_counterexample(work: Path, label: str) -> float:
     started = time.monotonic()
+    quiet_session()  # as the CLI starts it: local[2,2], the JVM's logging off
     found = explore_job(_job("fb_append.py"), Guarantee.EXACTLY_ONCE, workdir=work / label)
     seconds = time.monotonic() - started
     assert found.verdict is not None, "the non-idempotent job must fail exactly-once"
@@ -91,7 +92,8 @@ def main() -> None:
         f"unchanged job, in-process crashes: {job_rate:.1f} schedules/min ({len(plan)} schedules)"
     )
 
-    kills = planned_schedules(batches=1, records=4, hows=(CrashHow.SIGKILL,))[: args.sigkill]
+    kills = planned_schedules(batches=1, records=4, hows=(CrashHow.SIGKILL,), tasks=False)
+    kills = kills[: args.sigkill]
     if kills:
         started = time.monotonic()
         explore_job(

@@ -330,7 +330,7 @@ def test_a_witness_event_outside_the_history_is_named_not_fatal(lost: Failure) -
         ({"seed": "7"}, "seed must be an int or None, got '7'"),
         ({"seed": True}, "seed must be an int or None, got True"),
         ({"title": 3}, "title must be a str or None, got 3"),
-        ({"schedule": {"steps": []}}, "schedule must be a harness.Schedule or None"),
+        ({"schedule": {"steps": []}}, "a StreamSchedule or None"),
         ({"replay_command": b"x"}, "replay_command must be a str or None, got b'x'"),
     ],
 )
@@ -413,6 +413,27 @@ def test_json_reports_satisfy_the_schema(lost: Failure, zombie: Failure) -> None
     for report in reports:
         assert schema_errors(report) == []
         assert schema_errors(json.loads(json.dumps(report))) == []
+
+
+def test_a_spark_job_s_stream_schedule_is_reported_like_any_schedule(lost: Failure) -> None:
+    """An unchanged Spark job's run (``JobFailure``) carries a ``StreamSchedule``: every
+    format shows it, the JSON satisfies the schema, and a job's history header gives it."""
+    from harness.faults.streams import CrashPoint, CrashQuery, ProduceRecords, StreamSchedule
+
+    schedule = StreamSchedule(
+        steps=(ProduceRecords(4), CrashQuery(1, CrashPoint.AFTER_WRITE), ProduceRecords(2))
+    )
+    run = Checked(lost.verdict, lost.history, schedule=schedule, processor="job.py")
+    report = report_json(run)
+    assert schema_errors(report) == []
+    assert report["schedule"] == schedule.to_json()
+    assert "CrashQuery(batch=1, point=after-write, how=raise)" in render_text(run)
+    assert "schedule (3 steps):" in render_text(run)
+    assert "CrashQuery(batch=1, point=after-write" in render_html(run)
+    extra = {"system": "spark-job", "app": "job.py", "schedule": schedule.to_json()}
+    header = dataclasses.replace(lost.history.meta, extra=extra)
+    from_header = gather(lost.verdict, History(header, lost.history.events))
+    assert from_header.schedule == schedule
 
 
 def test_the_schema_check_catches_a_broken_report(lost: Failure) -> None:

@@ -27,6 +27,7 @@ from harness.faults.streams import (
     CrashPoint,
     CrashQuery,
     ProduceRecords,
+    ResendRecords,
     RunBatches,
     StreamSchedule,
 )
@@ -86,6 +87,12 @@ def test_non_idempotent_foreach_batch_fails_exactly_once_and_replays(
     assert check(again.history, EO).status is Status.INVALID
     assert again.history.events == found.failure.history.events  # same schedule, same history
     assert check(found.failure.history, ALO).status is Status.VALID
+    from harness.report import render_text
+
+    reported = found.reported()  # the counterexample as the reports take any run
+    assert reported is not None and reported.replay_command is not None
+    text = render_text(reported)
+    assert "duplicate" in text and "after-write/raise x1" in text
 
 
 def test_non_idempotent_foreach_batch_under_sigkill_of_the_driver(
@@ -286,3 +293,148 @@ def test_a_drawn_counterexample_is_made_smaller(spark: SparkSession, tmp_path: P
     assert runs <= 3
     assert len(smaller.schedule.steps) < len(drawn.steps)
     assert AnomalyKind.DUPLICATE in {a.kind for a in still.anomalies}
+
+
+def test_a_counterexample_replays_and_reports_through_the_common_doors(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The door's failure names `replay FILE` and `report FILE`; both run the saved job
+    again (the file holds it) and the report renders it like any other run."""
+    import json
+
+    from harness.cli import main
+    from harness.report import REPORT_SCHEMA
+
+    failures = tmp_path / "failures"
+    door = [
+        *("spark-job", str(JOBS / "fb_append.py"), "--guarantee", "exactly-once"),
+        *("--input", "events", "--sink", "sqlite:/tmp/events.db:events"),
+        *("--max-offsets-per-trigger", "2", "--max-schedules", "1", "--no-sigkill"),
+        *("--workdir", str(tmp_path / "w"), "--failures-dir", str(failures)),
+    ]
+    assert main(door) == 1
+    printed = capsys.readouterr().out
+    (saved,) = failures.iterdir()
+    assert f"replay: python -m harness replay {saved}\n" in printed
+    assert f"report: python -m harness report {saved} --out " in printed
+    assert main(["replay", str(saved), "--json"]) == 1
+    replayed = json.loads(capsys.readouterr().out)
+    assert {a["kind"] for a in replayed["verdict"]["anomalies"]} == {"duplicate"}
+    assert replayed["schedule"] == JobReplay.load(saved).schedule.to_json()
+    out = tmp_path / "report"
+    assert main(["report", str(saved), "--out", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert "INVALID: exactly-once does NOT hold for" in text and "CrashQuery(" in text
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "duplicate" in html and "CrashQuery(batch=0, point=after-write" in html
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["schedule"] == replayed["schedule"]
+    assert report["replay_command"] == f"python -m harness replay {saved}"
+    assert set(report) == set(REPORT_SCHEMA["required"])
+
+
+UPSERT = SparkJob(
+    str(JOBS / "fb_upsert.py"),
+    inputs=("events",),
+    sinks=("sqlite:/tmp/events.db:events",),
+    id_column="id",
+    max_offsets_per_trigger=2,
+    upstream_resends=True,
+)
+
+
+def test_an_upstream_resend_is_the_upstream_s_and_only_dedup_by_id_holds(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A resend is recorded as the upstream's (``append`` detail ``resent``): the history
+    is judged, not refused; appending by batch lets the resent events through twice
+    (exactly-once fails, at-least-once holds); upserting by the event's id holds."""
+    schedule = StreamSchedule(
+        steps=(ProduceRecords(4), CrashQuery(0, CrashPoint.AFTER_WRITE), ResendRecords(2))
+    )
+    appended = run_job(APPEND, schedule, workdir=tmp_path / "append", spark=spark)
+    assert appended.resends == 2
+    resent = [e for e in appended.history.events if e.detail == "resent"]
+    assert [e.record_id for e in resent] == ["r2", "r3"]
+    assert check(appended.history, ALO).status is Status.VALID
+    assert _kinds(appended.history, EO) == {AnomalyKind.DUPLICATE}
+    upserted = run_job(UPSERT, schedule, workdir=tmp_path / "upsert", spark=spark)
+    assert upserted.resends == 2 and upserted.crashes
+    assert check(upserted.history, EO).status is Status.VALID
+
+
+_RETRYING_RUN = """
+import json, sys
+from harness.check import Guarantee, check
+from harness.faults.streams import FailTask, ProduceRecords, StreamSchedule
+from harness.spark.streaming.job import SparkJob, job_session, run_job
+spark = job_session()
+schedule = StreamSchedule(steps=(ProduceRecords(4), FailTask(1), ProduceRecords(2)))
+out = {"master": spark.sparkContext.master}
+for name, sinks, outputs in (("kafka_upper.py", (), ("upper",)),
+                             ("fb_upsert.py", ("sqlite:/tmp/events.db:events",), ())):
+    job = SparkJob(sys.argv[1] + "/" + name, inputs=("events",), sinks=sinks, outputs=outputs,
+                   max_offsets_per_trigger=2, id_column="id" if sinks else None)
+    result = run_job(job, schedule, workdir=sys.argv[2] + "/" + name, spark=spark)
+    out[name] = {
+        "failed": [dict(f) for f in result.task_failures],
+        "errors": list(result.errors),
+        **{g.value: [a.kind.value for a in check(result.history, g).anomalies] for g in Guarantee},
+        "status": check(result.history, Guarantee.AT_LEAST_ONCE).status.value,
+    }
+print(json.dumps(out))
+"""
+
+
+def test_a_failed_task_is_retried_and_a_kafka_sink_writes_its_rows_again(tmp_path: Path) -> None:
+    """On the door's own master (``local[2,2]``: a fresh process, its own JVM), a task of
+    batch 1 fails once after its work and Spark retries it. The Kafka sink's task had
+    appended its rows, so they are there twice (Spark's Kafka sink is at-least-once); the
+    upsert's read task is simply read again, and the job holds."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _RETRYING_RUN, str(JOBS), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["master"] == "local[2,2]"
+    kafka, upsert = found["kafka_upper.py"], found["fb_upsert.py"]
+    assert kafka["failed"] == [
+        {"step": 1, "process": 1, "batch": 1, "at": "write", "retried": True}
+    ]
+    assert kafka["errors"] == [] and kafka["status"] == "valid"
+    assert kafka["exactly-once"] == ["duplicate"]
+    assert upsert["failed"] == [
+        {"step": 1, "process": 1, "batch": 1, "at": "read", "retried": True}
+    ]
+    assert upsert["errors"] == [] and upsert["exactly-once"] == []
+
+
+def test_a_stream_written_to_a_table_is_observed_and_holds(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """``toTable`` writes the table's file sink in the schedule's directory; observed as
+    ``table:NAME``, it holds exactly-once through a crash after its write."""
+    job = SparkJob(
+        str(JOBS / "table_sink.py"),
+        inputs=("events",),
+        sinks=("table:analytics.events",),
+        argv=("analytics.events",),
+        id_column="id",
+        max_offsets_per_trigger=2,
+    )
+    result = run_job(job, _crash(CrashPoint.AFTER_WRITE), workdir=tmp_path, spark=spark)
+    assert result.crashes and not result.errors, result.errors
+    observed = [e for e in result.history.events if e.kind.value == "observe"]
+    assert sorted(str(e.record_id) for e in observed) == [f"r{n}" for n in range(6)]
+    assert check(result.history, EO).status is Status.VALID
+    warehouse = tmp_path / "world" / "cwd" / "spark-warehouse" / "analytics.db" / "events"
+    assert (warehouse / "_spark_metadata").is_dir()

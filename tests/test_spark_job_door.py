@@ -18,7 +18,15 @@ if not os.environ.get("CI"):  # in CI a missing pyspark fails the run
 
 from harness.check.verdict import Guarantee
 from harness.errors import ConfigError
-from harness.faults.streams import CrashHow, CrashPoint, CrashQuery, ProduceRecords, StreamSchedule
+from harness.faults.streams import (
+    CrashHow,
+    CrashPoint,
+    CrashQuery,
+    FailTask,
+    ProduceRecords,
+    ResendRecords,
+    StreamSchedule,
+)
 from harness.log.dlsn import DLSN
 from harness.spark.streaming._faultgate import Gate
 from harness.spark.streaming._interpose_paths import redirect
@@ -133,7 +141,7 @@ def test_gate_counts_writes_across_processes_in_files(tmp_path: Path) -> None:
 
 
 def test_plan_covers_every_point_of_every_batch_once() -> None:
-    plan = planned_schedules(batches=2, records=4, logs=2)
+    plan = planned_schedules(batches=2, records=4, logs=2, tasks=False)
     crashes = [s.steps[-2] for s in plan]
     assert all(isinstance(c, CrashQuery) for c in crashes)
     assert {(c.batch, c.point, c.how) for c in crashes if isinstance(c, CrashQuery)} == {
@@ -142,6 +150,64 @@ def test_plan_covers_every_point_of_every_batch_once() -> None:
     assert len(plan) == 12
     assert [s.steps[:2] for s in plan[:1]] == [(ProduceRecords(2, 0), ProduceRecords(2, 1))]
     assert plan[0].steps[2] == CrashQuery(0, CrashPoint.AFTER_WRITE, CrashHow.RAISE)
+
+
+def test_plan_fails_a_task_of_each_batch_and_resends_only_for_a_resending_upstream() -> None:
+    def ops(plan: list[StreamSchedule]) -> list[str]:
+        return [s.steps[-2].op for s in plan]
+
+    plan = planned_schedules(batches=2, records=4)
+    assert len(plan) == 14
+    # the in-process faults first (raise crashes, then task failures), the SIGKILLs last
+    assert ops(plan) == ["crash"] * 6 + ["fail-task"] * 2 + ["crash"] * 6
+    assert [s.steps[1] for s in plan[6:8]] == [FailTask(0), FailTask(1)]
+    assert all(s.steps[1].how is CrashHow.SIGKILL for s in plan[8:])  # type: ignore[union-attr]
+    resending = planned_schedules(batches=2, records=4, logs=2, resends=True)
+    assert len(resending) == 16
+    assert resending[8].steps == (
+        ProduceRecords(2, 0),
+        ProduceRecords(2, 1),
+        ResendRecords(2, 0),
+        ResendRecords(2, 1),
+        ProduceRecords(2),
+    )
+    assert resending[9].steps[-2:] == (CrashQuery(0, CrashPoint.AFTER_WRITE), ResendRecords(2, 0))
+    only_raise = planned_schedules(hows=(CrashHow.RAISE,), resends=True)
+    assert ops(only_raise)[6:] == ["fail-task", "fail-task", "resend", "crash"]
+
+
+def test_new_steps_round_trip_and_the_built_in_variants_refuse_them(tmp_path: Path) -> None:
+    from harness.spark.streaming import Variant, run_stream
+
+    schedule = StreamSchedule(steps=(ProduceRecords(3), FailTask(1), ResendRecords(2, 1)))
+    assert StreamSchedule.from_json(schedule.dumps()) == schedule
+    assert len(schedule) == 3
+    assert "FailTask(batch=1)" in schedule.describe()
+    for step in (FailTask(), ResendRecords()):
+        with pytest.raises(ConfigError, match="unchanged jobs"):
+            run_stream(Variant.PARQUET, StreamSchedule(steps=(step,)), workdir=tmp_path)
+    with pytest.raises(ConfigError, match="'count' must be an integer"):
+        StreamSchedule(steps=(ResendRecords(count=-1),))
+
+
+def test_a_task_fails_once_after_its_work_at_the_gate_s_batch(tmp_path: Path) -> None:
+    from harness.spark.streaming._faultgate import InjectedTaskFailure
+
+    gate = Gate(directory=str(tmp_path), task=1, task_at="write")
+    gate.save()
+    gate.task_done("read", 1)  # not where this gate fails a task
+    gate.note_reading(0)
+    gate.task_done("write", None)  # batch 0: not the gate's
+    gate.note_reading(1)
+    with pytest.raises(InjectedTaskFailure, match=r"task failure \(write\) in batch 1"):
+        gate.task_done("write", None)
+    gate.task_done("write", None)  # once per run: the retried attempt goes on
+    assert gate.task_failed() == {"batch": 1, "at": "write"}
+    fewer = Gate(directory=str(tmp_path / "short"), task=3)
+    fewer.save()
+    fewer.note_planned(1, last=True)  # the run has two batches: its last one's task fails
+    with pytest.raises(InjectedCrash):
+        fewer.task_done("read", 1)
 
 
 def test_drawn_schedules_are_seeded_and_kill_at_most_once() -> None:
@@ -166,6 +232,18 @@ def test_sinks_and_jobs_are_checked() -> None:
         SparkJob(str(JOBS / "fb_append.py"), inputs=("e",), outputs=("o",), value_format="xml")
 
 
+def test_a_table_s_path_is_spark_s_warehouse_path() -> None:
+    from harness.spark.streaming._interpose_paths import table_path
+
+    assert table_path("events") == "spark-warehouse/events"
+    assert table_path("analytics.events") == "spark-warehouse/analytics.db/events"
+    assert table_path("spark_catalog.`db`.t") == "spark-warehouse/db.db/t"
+    for bad in ("", "a/b", "..", "a.b.c.d"):
+        with pytest.raises(ConfigError, match="table name"):
+            table_path(bad)
+    assert JobSink.parse("table:db.events") == JobSink("table", "db.events")
+
+
 def test_default_row_lineage() -> None:
     assert row_ids({"id": "r7", "note": "R7 and r12"}, None) == ["r7", "r12"]
     assert row_ids({"value": b'{"id":"r3"}'}, None) == ["r3"]
@@ -180,6 +258,39 @@ def test_replay_file_round_trip(tmp_path: Path) -> None:
     path.write_text("{}", encoding="utf-8")
     with pytest.raises(ConfigError, match="not a spark-job replay file"):
         JobReplay.load(path)
+
+
+def test_a_replay_file_holds_the_job_so_the_common_doors_can_run_it(tmp_path: Path) -> None:
+    job = SparkJob(
+        str(JOBS / "fb_append.py"),
+        inputs=("events",),
+        sinks=("sqlite:/tmp/e.db:events", "console"),
+        argv=("/tmp/e.db",),
+        table=("key", "n"),
+        lineage=row_ids,
+        upstream_resends=True,
+    )
+    data = job.to_json()
+    assert data is not None and data["lineage"] == "harness.spark.streaming.job:row_ids"
+    assert SparkJob.from_json(json.loads(json.dumps(data))) == job
+    assert (
+        SparkJob(job.app, inputs=("e",), outputs=("o",), lineage=lambda row: None).to_json() is None
+    )
+    schedule = StreamSchedule(steps=(ProduceRecords(3), FailTask(0)))
+    path = JobReplay(job.app, Guarantee.EXACTLY_ONCE, schedule, "INVALID", data, 7).save(tmp_path)
+    found = JobReplay.recognise(str(path))
+    assert found is not None and found.spark_job() == job and found.seed == 7
+    assert JobReplay.recognise(path.read_text(encoding="utf-8")) == found  # inline JSON
+    engine_file = tmp_path / "engine.json"
+    engine_file.write_text('{"harness_replay": 1}', encoding="utf-8")
+    assert JobReplay.recognise(str(engine_file)) is None
+    assert JobReplay.recognise(str(tmp_path / "missing.json")) is None
+    older = {**json.loads(path.read_text(encoding="utf-8")), "harness_spark_job_replay": 1}
+    del older["job"]
+    with pytest.raises(ConfigError, match="does not hold the job"):
+        JobReplay.from_json(older).spark_job()
+    with pytest.raises(ConfigError, match="unknown key"):
+        SparkJob.from_json({**data, "surprise": 1})
 
 
 def test_builtin_variants_refuse_after_commit(tmp_path: Path) -> None:

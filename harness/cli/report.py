@@ -1,4 +1,7 @@
-"""``python -m harness report SOURCE``: a replay file or a history rendered as a report."""
+"""``python -m harness report SOURCE``: a replay file or a history rendered as a report.
+
+A replay file is an engine one or an unchanged Spark job's (``spark-job``'s): either is run
+again and its run rendered (the job's run satisfies the reports' ``Reported`` protocol)."""
 
 from __future__ import annotations
 
@@ -44,6 +47,7 @@ def main(args: argparse.Namespace) -> int:
     """Print the text report (and write the files); returns the verdict's exit code."""
     from harness._output import writable
     from harness.report import gather, render_text, write_report
+    from harness.spark.streaming.jobsearch import JobReplay
 
     if args.out is not None:  # before the work: one line, and no report half written
         writable(args.out, "--out", directory=True)
@@ -60,6 +64,12 @@ def main(args: argparse.Namespace) -> int:
             raise ConfigError(f"cannot read history {shown(source)}: {exc.strerror}") from None
         verdict = check(history, Guarantee(args.guarantee))
         details: dict[str, Any] = {"title": source}
+    elif (job := JobReplay.recognise(source)) is not None:
+        from harness.cli.replay import replay_job_file
+
+        done = replay_job_file(job, source)
+        history, verdict = done.history, done.verdict
+        details = {"subject": done}
     else:
         from harness.engine import Replay, replay
 
@@ -74,7 +84,8 @@ def main(args: argparse.Namespace) -> int:
         }
     from harness.report.live import emit
 
-    facts = gather(verdict, history, **details)
+    subject = details.pop("subject", verdict)
+    facts = gather(subject, history, **details)
     emit(render_text(facts))
     if args.out is not None:
         try:

@@ -12,6 +12,7 @@ be shown or a usage error. See docs/streaming.md.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import shlex
 import sys
@@ -43,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KIND:WHERE",
-        help="files:PATH, sqlite:DB:TABLE, lines:GLOB or console, in the job's own paths",
+        help="files:PATH, sqlite:DB:TABLE, lines:GLOB, table:NAME or console (job's paths)",
     )
     parser.add_argument("--partitions", type=int, default=1, help="partitions per input topic")
     parser.add_argument("--value-format", choices=["json", "text", "words"], default="json")
@@ -72,6 +73,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--max-schedules", type=int, default=20)
     parser.add_argument("--no-sigkill", action="store_true", help="crash in process only")
+    parser.add_argument(
+        "--upstream-resends",
+        action="store_true",
+        help="the input's producer is at-least-once: also plan and draw its resends",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", default=None, help="where the schedules' worlds go")
     parser.add_argument("--failures-dir", default=".harness/failures")
@@ -109,26 +115,27 @@ def _job(args: argparse.Namespace, app_args: Sequence[str]) -> Any:
         id_column=args.id_column,
         lineage=_lineage(args.lineage),
         max_offsets_per_trigger=args.max_offsets_per_trigger,
+        upstream_resends=args.upstream_resends,
     )
 
 
 def run(args: argparse.Namespace, app_args: Sequence[str], argv: Sequence[str]) -> int:
     """Explore (or replay) and print the verdict; the exit code."""
-    from harness.check.local import check
     from harness.check.verdict import Guarantee
-    from harness.spark.streaming.job import run_job
-    from harness.spark.streaming.jobsearch import JobReplay, explore_job
+    from harness.spark.streaming.job import quiet_session
+    from harness.spark.streaming.jobsearch import JobReplay, explore_job, replay_job
 
     job = _job(args, app_args)
-    _quiet_spark()
+    quiet_session()
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="harness-spark-job-"))
     if args.replay is not None:
-        replay = JobReplay.load(args.replay)
-        result = run_job(job, replay.schedule, workdir=workdir / "replay")
-        verdict = check(result.history, Guarantee(args.guarantee))
-        print(verdict.summary())
+        replay = dataclasses.replace(
+            JobReplay.load(args.replay), guarantee=Guarantee(args.guarantee)
+        )
+        replayed = replay_job(replay, workdir=workdir / "replay", job=job)
+        print(replayed.verdict.summary())
         print(replay.schedule.describe())
-        return {Status.VALID: 0, Status.INVALID: 1}.get(verdict.status, 2)
+        return {Status.VALID: 0, Status.INVALID: 1}.get(replayed.verdict.status, 2)
     explored = explore_job(
         job,
         args.guarantee,
@@ -147,23 +154,25 @@ def run(args: argparse.Namespace, app_args: Sequence[str], argv: Sequence[str]) 
     print(explored.verdict.summary())
     print(explored.failure.schedule.describe())
     if explored.replay_file is not None:
-        command = ["python", "-m", "harness", "spark-job", *argv]
-        cut = command.index("--") if "--" in command else len(command)
-        command[cut:cut] = ["--replay", str(explored.replay_file)]
-        print("replay: " + shlex.join(command))
+        _print_replay(explored.replay_file, argv, holds_job=job.to_json() is not None)
     return 1 if explored.verdict.status is Status.INVALID else 2
 
 
-def _quiet_spark() -> None:
-    """The JVM logs every failed query with its traceback: the crashes are the harness's
-    own, and the verdict says what they did, so the CLI user sees none of them."""
-    from harness.spark.session import spark_session
-
-    spark = spark_session()
-    spark.sparkContext.setLogLevel("OFF")
-    jvm: Any = spark.sparkContext._jvm
-    log4j = jvm.org.apache.logging.log4j
-    log4j.core.config.Configurator.setAllLevels("org.apache.spark", log4j.Level.OFF)
+def _print_replay(file: Path, argv: Sequence[str], *, holds_job: bool) -> None:
+    """The commands that run the counterexample again and render its report: ``replay`` and
+    ``report`` as for every other door when the file holds the job, else this command."""
+    command = ["python", "-m", "harness", "spark-job", *argv]
+    cut = command.index("--") if "--" in command else len(command)
+    command[cut:cut] = ["--replay", str(file)]
+    if not holds_job:  # a lineage function that cannot be imported by name
+        print("replay: " + shlex.join(command))
+        return
+    out = file.with_name(file.stem + "-report")
+    print(f"replay: {shlex.join(['python', '-m', 'harness', 'replay', str(file)])}")
+    print(
+        f"report: {shlex.join(['python', '-m', 'harness', 'report', str(file), '--out', str(out)])}"
+    )
+    print("(or: " + shlex.join(command) + ")")
 
 
 def main(argv: Sequence[str]) -> int:

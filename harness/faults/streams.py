@@ -11,7 +11,14 @@ identical for equal schedules, like the simulator's schedules:
   micro-batches (``Trigger.AvailableNow``) and stops cleanly;
 * :class:`CrashQuery` ``(batch, point, how)``: a query starts from the checkpoint and crashes
   in its micro-batch ``batch`` (0-based in this run) at :class:`CrashPoint` ``point``, killed
-  :class:`CrashHow` ``how``.
+  :class:`CrashHow` ``how``;
+* :class:`FailTask` ``(batch)``: a query starts from the checkpoint and runs to the end of its
+  input while one task of its micro-batch ``batch`` fails once after doing its work; Spark
+  retries it where its master allows task retries (unchanged jobs only);
+* :class:`ResendRecords` ``(count, log)``: the input's upstream producer, at-least-once,
+  appends its last ``count`` records of log ``log`` again under the same record ids (a
+  legitimate resend, recorded as ``append`` events with detail ``resent``; unchanged jobs
+  only).
 
 Bad values raise :class:`~harness.errors.ConfigError` naming the step, the field and the
 allowed values. :func:`harness.strategies.stream_schedules` draws schedules with Hypothesis.
@@ -30,10 +37,13 @@ from harness.faults.schedule import compact, json_form, read_form
 
 __all__ = [
     "STREAM_SCHEDULE_VERSION",
+    "STREAM_STEP_TYPES",
     "CrashHow",
     "CrashPoint",
     "CrashQuery",
+    "FailTask",
     "ProduceRecords",
+    "ResendRecords",
     "RunBatches",
     "StreamSchedule",
     "StreamStep",
@@ -93,10 +103,32 @@ class CrashQuery:
     op: ClassVar[str] = "crash"
 
 
-StreamStep: TypeAlias = ProduceRecords | RunBatches | CrashQuery
-_STEP_TYPES: Final[Mapping[str, type[StreamStep]]] = {
-    cls.op: cls for cls in (ProduceRecords, RunBatches, CrashQuery)
+@final
+@dataclass(frozen=True, slots=True)
+class FailTask:
+    """A query starts from the checkpoint and runs to the end of the input it can see; one
+    task of its micro-batch ``batch`` (or of its last batch, when it has fewer) raises once
+    after doing its work, and Spark retries it where its master allows (``local[N,M]``)."""
+
+    batch: int = 0
+    op: ClassVar[str] = "fail-task"
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ResendRecords:
+    """The upstream producer appends its last ``count`` records of log ``log`` again."""
+
+    count: int = 1
+    log: int = 0
+    op: ClassVar[str] = "resend"
+
+
+StreamStep: TypeAlias = ProduceRecords | RunBatches | CrashQuery | FailTask | ResendRecords
+STREAM_STEP_TYPES: Final[Mapping[str, type[StreamStep]]] = {
+    cls.op: cls for cls in (ProduceRecords, RunBatches, CrashQuery, FailTask, ResendRecords)
 }
+_STEP_TYPES: Final = STREAM_STEP_TYPES
 _LIMITS: Final[Mapping[str, tuple[int, int]]] = {
     "count": (0, 1_000_000),
     "log": (0, 1_000),
@@ -148,8 +180,8 @@ def _step_from_json(data: object, where: str) -> StreamStep:
 def _check_step(step: object, where: str) -> None:
     if type(step) not in _STEP_TYPES.values():
         raise ConfigError(
-            f"{where} is {step!r}, not a stream step; use ProduceRecords, RunBatches or "
-            "CrashQuery from harness.spark.streaming"
+            f"{where} is {step!r}, not a stream step; use ProduceRecords, RunBatches, "
+            "CrashQuery, FailTask or ResendRecords from harness.faults.streams"
         )
     for f in fields(step):  # type: ignore[arg-type]
         value = getattr(step, f.name)
@@ -189,6 +221,9 @@ class StreamSchedule:
         for i, step in enumerate(self.steps):
             _check_step(step, f"stream schedule step {i}")
 
+    def __len__(self) -> int:
+        return len(self.steps)
+
     def to_json(self) -> dict[str, Any]:
         return json_form(self.version, self.drain, map(_step_to_json, self.steps))
 
@@ -210,7 +245,7 @@ class StreamSchedule:
         lines = []
         for i, step in enumerate(self.steps):
             args = ", ".join(
-                f"{f.name}={getattr(step, f.name)!s}"
+                f"{f.name}={getattr(step, f.name).value}"
                 if isinstance(getattr(step, f.name), enum.Enum)
                 else f"{f.name}={getattr(step, f.name)!r}"
                 for f in fields(step)

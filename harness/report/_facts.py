@@ -15,8 +15,9 @@ from typing import Any, Final, final
 from harness.check.verdict import Anomaly, Status, Verdict
 from harness.errors import ConfigError, HarnessError
 from harness.faults.schedule import Schedule
+from harness.faults.streams import StreamSchedule
 from harness.history.events import Event, EventKind, History
-from harness.report.subject import ProcessorError, Reported
+from harness.report.subject import ProcessorError, Reported, ReportedSchedule
 
 __all__ = [
     "ReportFacts",
@@ -45,7 +46,7 @@ class ReportFacts:
 
     verdict: Verdict
     history: History | None
-    schedule: Schedule | None
+    schedule: ReportedSchedule | None
     seed: int | None
     replay_command: str | None
     processor: str | None
@@ -84,6 +85,9 @@ def _subject_fields(subject: object) -> dict[str, Any]:
     return fields
 
 
+_SCHEDULES: Final = (Schedule, StreamSchedule)
+"""The schedules a report shows: the simulator's, and a Structured Streaming job's."""
+
 _SUBJECT_FIELDS: Final = (
     "verdict",
     "history",
@@ -99,7 +103,7 @@ def gather(
     subject: Reported | Verdict,
     history: History | None = None,
     *,
-    schedule: Schedule | None = None,
+    schedule: ReportedSchedule | None = None,
     seed: int | None = None,
     replay_command: str | None = None,
     title: str | None = None,
@@ -123,8 +127,10 @@ def gather(
     if history is not None and not isinstance(history, History):
         raise ConfigError(f"history must be a harness.History or None, got {history!r:.80}")
     schedule = given.get("schedule")
-    if schedule is not None and not isinstance(schedule, Schedule):
-        raise ConfigError(f"schedule must be a harness.Schedule or None, got {schedule!r:.80}")
+    if schedule is not None and not isinstance(schedule, _SCHEDULES):
+        raise ConfigError(
+            f"schedule must be a harness.Schedule, a StreamSchedule or None, got {schedule!r:.80}"
+        )
     _check_type("seed", given.get("seed"), int, "an int")
     for name in ("replay_command", "processor", "backend"):
         _check_type(name, given.get(name), str, "a str")
@@ -136,8 +142,10 @@ def gather(
     if given.get("seed") is None and type(extra.get("seed")) is int:
         given["seed"] = extra["seed"]
     if schedule is None and extra.get("schedule") is not None:
+        # an unchanged Spark job's history (system "spark-job") records a stream schedule
+        kind = StreamSchedule if extra.get("system") == "spark-job" else Schedule
         try:
-            schedule = Schedule.from_json(extra["schedule"])
+            schedule = kind.from_json(extra["schedule"])
         except HarnessError:
             schedule = None  # a report of a damaged history still renders; it just lacks steps
     return ReportFacts(

@@ -56,10 +56,11 @@ def report_json(
 
     ``facts`` is what :func:`~harness.report.gather` returns (a checked run or a bare
     verdict is gathered first). Keys are in a fixed order; ``verdict`` is
-    ``Verdict.to_json()`` (``Verdict.from_json`` reads it back) and ``schedule`` is
-    ``Schedule.to_json()``. With a history, the ``history`` key holds its header, summary
-    stats and the events the witnesses point at; ``include_events=True`` embeds every event
-    too (as the rows of the JSONL history format).
+    ``Verdict.to_json()`` (``Verdict.from_json`` reads it back) and ``schedule`` is the
+    schedule's ``to_json()`` (a ``Schedule``, or an unchanged Spark job's
+    ``StreamSchedule``). With a history, the ``history`` key holds its header, summary
+    stats and the events the witnesses point at; ``include_events=True`` embeds every
+    event too (as the rows of the JSONL history format).
     """
     if type(include_events) is not bool:
         raise ConfigError(f"include_events must be True or False, got {include_events!r}")

@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from harness.check.verdict import AnomalyKind, Guarantee, Status
 from harness.faults.schedule import STEP_TYPES
+from harness.faults.streams import STREAM_STEP_TYPES
 from harness.history.events import EVENT_FIELDS, EventKind
 
 __all__ = ["OUTPUT_FIELDS", "OUTPUT_SCHEMA", "OUTPUT_VERSION", "REPORT_SCHEMA", "REPORT_VERSION"]
@@ -43,6 +44,9 @@ def _event() -> dict[str, Any]:
         "additionalProperties": False,
     }
 
+
+_OPS: Final = sorted(set(STEP_TYPES) | set(STREAM_STEP_TYPES))
+"""Every schedule step's ``op``: the simulator's, and an unchanged Spark job's."""
 
 REPORT_SCHEMA: Final[dict[str, Any]] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -128,7 +132,7 @@ REPORT_SCHEMA: Final[dict[str, Any]] = {
                     "items": {
                         "type": "object",
                         "required": ["op"],
-                        "properties": {"op": {"enum": sorted(STEP_TYPES)}},
+                        "properties": {"op": {"enum": _OPS}},
                     },
                 },
             },

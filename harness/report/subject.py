@@ -9,13 +9,12 @@ verdict checked by hand (a stored history, a replay).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Protocol, final
+from typing import Any, Final, Protocol, final
 
 from harness.check.verdict import Verdict
-from harness.faults.schedule import Schedule
 from harness.history.events import History
 
-__all__ = ["Checked", "ProcessorError", "Reported", "SourceLine"]
+__all__ = ["Checked", "ProcessorError", "Reported", "ReportedSchedule", "SourceLine"]
 
 _REASON: Final = 200
 """The longest an error message is quoted in a verdict's one-line reason."""
@@ -78,8 +77,22 @@ class ProcessorError:
         return out
 
 
+class ReportedSchedule(Protocol):
+    """What a report shows of a run's schedule: a simulator ``Schedule`` or a Structured
+    Streaming ``StreamSchedule`` (an unchanged Spark job's) are both one."""
+
+    def __len__(self) -> int: ...
+
+    def describe(self) -> str: ...
+
+    def dumps(self) -> str: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
 class Reported(Protocol):
-    """The thing a report is about: a checked run. ``harness.Failure`` is one."""
+    """The thing a report is about: a checked run. ``harness.Failure`` is one, and so is an
+    unchanged Spark job's counterexample (``harness.spark.streaming.jobsearch.JobFailure``)."""
 
     @property
     def verdict(self) -> Verdict: ...
@@ -88,7 +101,7 @@ class Reported(Protocol):
     def history(self) -> History | None: ...
 
     @property
-    def schedule(self) -> Schedule | None: ...
+    def schedule(self) -> ReportedSchedule | None: ...
 
     @property
     def seed(self) -> int | None: ...
@@ -110,7 +123,7 @@ class Checked:
 
     verdict: Verdict
     history: History | None = None
-    schedule: Schedule | None = None
+    schedule: ReportedSchedule | None = None
     seed: int | None = None
     replay_command: str | None = None
     processor: str | None = None

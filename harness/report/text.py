@@ -12,10 +12,9 @@ from typing import Final
 
 from harness.check.verdict import Anomaly, Status, Verdict
 from harness.errors import ConfigError
-from harness.faults.schedule import Schedule
 from harness.history.events import History
 from harness.report._facts import ReportFacts, as_facts, event_line, headline, stats_of
-from harness.report.subject import Reported
+from harness.report.subject import Reported, ReportedSchedule
 
 __all__ = ["SCHEDULE_STEPS", "WITNESS_EVENTS", "render_text"]
 
@@ -93,7 +92,7 @@ def _anomaly_lines(
     return lines
 
 
-def _schedule_lines(schedule: Schedule) -> list[str]:
+def _schedule_lines(schedule: ReportedSchedule) -> list[str]:
     steps = schedule.describe().splitlines()
     lines = [f"schedule ({len(schedule)} steps):"]
     if len(schedule) <= SCHEDULE_STEPS:

@@ -45,6 +45,7 @@ __all__ = [
     "DEFAULT_MASTER",
     "SPARK_INSTALL",
     "require_pyspark",
+    "running_session",
     "scratch_dir",
     "spark_session",
     "stop_spark_session",
@@ -263,6 +264,11 @@ def _use_compiled_pyspark(scratch: Path) -> None:
             if entry.name != "python":
                 (home / entry.name).symlink_to(entry)
     os.environ["SPARK_HOME"] = str(home)
+
+
+def running_session() -> SparkSession | None:
+    """The process's session if one runs (whatever its master), else None."""
+    return _current()
 
 
 def stop_spark_session() -> None:

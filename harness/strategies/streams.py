@@ -7,6 +7,8 @@ pyspark nor a JVM; running one does (:func:`harness.spark.streaming.run_stream`)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hypothesis import strategies as st
 
 from harness.errors import ConfigError
@@ -58,7 +60,7 @@ def stream_schedules(
     )
     rest = st.lists(st.one_of(crash, produce, run), min_size=0, max_size=max_steps - 2)
 
-    def assemble(parts: tuple[ProduceRecords, CrashQuery, list[StreamStep]]) -> StreamSchedule:
+    def assemble(parts: tuple[ProduceRecords, CrashQuery, Sequence[StreamStep]]) -> StreamSchedule:
         first, crash_step, more = parts
         steps: list[StreamStep] = [first, crash_step, *more]
         kills = [

@@ -11,7 +11,10 @@ of the directory: ``last`` (the number of the run's last batch, once the source 
 JSON). A crash asked for batch ``b`` fires at ``b``, or at the run's last batch when the run
 has fewer. ``kill`` gates report ``fired <point> <batch> <rows>`` on the runner's FIFO and
 block until the SIGKILL; the others raise :class:`~harness.spark.streaming.runner.InjectedCrash`.
-This module imports no pyspark.
+A ``FailTask`` run's gate names a batch one of whose tasks fails once after its work
+(:meth:`Gate.task_done`, note ``task-failed``): the Kafka source's read task, or the Kafka
+sink's write task after appending its rows (Spark's own Kafka producer's at-least-once
+window). This module imports no pyspark.
 """
 
 from __future__ import annotations
@@ -26,9 +29,13 @@ from typing import Any, Final
 from harness.faults.streams import CrashPoint
 from harness.spark.streaming.runner import InjectedCrash
 
-__all__ = ["GATE_FILE", "Gate"]
+__all__ = ["GATE_FILE", "Gate", "InjectedTaskFailure"]
 
 GATE_FILE: Final = "gate.json"
+
+
+class InjectedTaskFailure(InjectedCrash):
+    """Raised by one task of a ``FailTask`` run once its work is done (Spark may retry it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +50,11 @@ class Gate:
     signal: str | None = None
     stop_after: int | None = None
     """The source reports no new data once this many batches were planned in the run."""
+    task: int | None = None
+    """``FailTask``: the batch one of whose tasks fails once (None: no task fails)."""
+    task_at: str = "read"
+    """Where that task fails, once its work is done: ``read`` (a Kafka source's read task,
+    its partition read) or ``write`` (a Kafka sink's write task, its rows appended)."""
 
     def save(self) -> None:
         Path(self.directory).mkdir(parents=True, exist_ok=True)
@@ -81,7 +93,36 @@ class Gate:
             return True
         return batch < self.batch and self.last() == batch
 
+    def task_failed(self) -> dict[str, Any] | None:
+        path = self._note("task-failed")
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+    def note_reading(self, batch: int) -> None:
+        """A read task of batch ``batch`` started: the run's current batch (a query runs
+        its batches one after the other), which a write task of the same batch reads."""
+        _write(self._note("reading"), str(batch))
+
     # -- the points ----------------------------------------------------------------------
+
+    def task_done(self, at: str, batch: int | None) -> None:
+        """A task at ``at`` (``read``, ``write``) did its work in batch ``batch`` (None: the
+        batch being read); it raises :class:`InjectedTaskFailure`, once per run, when it is
+        the gate's task (of batch :attr:`task`, or of the run's last batch when it has
+        fewer). The note ``task-failed`` says which; Spark retries the task or fails."""
+        if self.task is None or at != self.task_at:
+            return
+        if batch is None:
+            reading = self._note("reading")
+            batch = int(reading.read_text(encoding="utf-8")) if reading.exists() else 0
+        if batch != self.task and not (batch < self.task and self.last() == batch):
+            return
+        try:
+            note = os.open(self._note("task-failed"), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        except FileExistsError:
+            return  # once per run: the retried attempt does its work
+        with os.fdopen(note, "w", encoding="utf-8") as out:
+            out.write(json.dumps({"batch": batch, "at": at}))
+        raise InjectedTaskFailure(f"injected task failure ({at}) in batch {batch} of this run")
 
     def before_write(self, batch: int) -> None:
         """The source plans batch ``batch`` of the run (it is in the offset log)."""

@@ -44,7 +44,7 @@ from harness.log.dlsn import DLSN
 from harness.spark.streaming._driver import _await_sources
 from harness.spark.streaming._faultgate import Gate
 from harness.spark.streaming._gate import gate_path, start_gate
-from harness.spark.streaming._interpose_paths import redirect
+from harness.spark.streaming._interpose_paths import redirect, table_path
 from harness.spark.streaming.datasource import latest_offsets
 from harness.spark.streaming.kafka_source import (
     KAFKA_SOURCE_NAME,
@@ -281,7 +281,7 @@ def _writer_patches(state: _State) -> None:
     state.patch(DataStreamWriter, "foreachBatch", for_each_batch)
     state.patch(DataStreamWriter, "trigger", lambda original: lambda writer, **kw: writer)
     state.patch(DataStreamWriter, "start", lambda original: _start(state, original))
-    state.patch(DataStreamWriter, "toTable", lambda original: _refuse_table)
+    state.patch(DataStreamWriter, "toTable", lambda original: _to_table)
 
 
 CONSOLE_FILE: Final = "console.jsonl"
@@ -304,10 +304,28 @@ def _console_capture(state: _State) -> Callable[[Any, int], None]:
     return capture
 
 
-def _refuse_table(writer: Any, *args: Any, **kwargs: Any) -> Any:
-    raise ConfigError(
-        "writeStream.toTable() writes to the session's warehouse, which the harness does not "
-        "redirect per schedule yet; write to a path (start(path)) or with foreachBatch"
+def _to_table(
+    writer: Any,
+    tableName: str,
+    format: Any = None,
+    outputMode: Any = None,
+    partitionBy: Any = None,
+    queryName: Any = None,
+    **options: Any,
+) -> Any:
+    """``writeStream.toTable(name)`` as the file sink a managed table is (Parquet unless
+    ``format`` says otherwise, with its ``_spark_metadata`` log) at the table's warehouse
+    path in the schedule's directory (:func:`table_path`): the session's warehouse and
+    catalog are shared by every schedule, so the table itself is not registered in them."""
+    if getattr(writer, "_harness_format", None) is None and format is None:
+        format = "parquet"
+    return writer.start(
+        path=table_path(tableName),
+        format=format,
+        outputMode=outputMode,
+        partitionBy=partitionBy,
+        queryName=queryName,
+        **options,
     )
 
 

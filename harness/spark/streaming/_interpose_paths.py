@@ -6,7 +6,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["redirect"]
+from harness.errors import ConfigError
+
+__all__ = ["redirect", "table_path"]
 
 
 def redirect(root: str, path: Any) -> Any:
@@ -28,3 +30,16 @@ def redirect(root: str, path: Any) -> Any:
             return str(given)
         return str(base / "fs" / given.relative_to(given.anchor))
     return str(base / "cwd" / given)
+
+
+def table_path(name: str) -> str:
+    """Where a streaming query's table ``name`` goes under the harness: the relative
+    warehouse path Spark gives a managed table (``spark-warehouse/<table>``, a database's
+    ``spark-warehouse/<db>.db/<table>``), redirected like the job's own relative paths."""
+    parts = [p.strip("`") for p in str(name).split(".") if p.strip("`")]
+    if not parts or len(parts) > 3 or any("/" in p or p in (".", "..") for p in parts):
+        raise ConfigError(
+            f"toTable({name!r:.80}): give a table name such as 'events' or 'db.events'"
+        )
+    *database, table = parts[-2:]
+    return "/".join(["spark-warehouse", *(f"{d}.db" for d in database), table])

@@ -35,10 +35,10 @@ def main(argv: Sequence[str]) -> int:
     assert gate is not None and gate.signal is not None, "a child driver needs a gate with a FIFO"
     signal = gate.signal
     try:
-        from harness.spark.session import spark_session
+        from harness.spark.streaming.job import job_session
         from harness.spark.streaming.kafka_source import register_kafka
 
-        spark = spark_session()
+        spark = job_session()
         register_kafka(spark)
         session = spark
         with interposed(run, session, on_started=lambda: _say(signal, "started")):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError
-from harness.spark.streaming._interpose_paths import redirect
+from harness.spark.streaming._interpose_paths import redirect, table_path
 from harness.spark.streaming._kafkalog import read_topic
 
 __all__ = ["sink_rows"]
@@ -41,6 +41,8 @@ def sink_rows(
     if sink.kind == "console":
         path = Path(root) / "console.jsonl"
         return _json_lines(path) if path.exists() else []
+    if sink.kind == "table":  # toTable's file sink (harness.spark.streaming._interpose)
+        return _file_sink_rows(redirect(root, table_path(sink.location)), queries, session)
     where = redirect(root, sink.location)
     if sink.kind == "sqlite":
         return _sqlite_rows(where, sink.table)

@@ -688,6 +688,8 @@ class DLogPartition(InputPartition):
         self.start = start
         self.end = end
         self.shared = shared
+        self.batch: int | None = None
+        """The micro-batch's number in its query run, where a reader tags it."""
 
     def _key(self) -> tuple[str, str, str, bool]:
         return (self.log, json.dumps(self.start), json.dumps(self.end), self.shared)

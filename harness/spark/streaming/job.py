@@ -34,7 +34,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -43,11 +43,21 @@ from harness.faults.streams import (
     CrashHow,
     CrashPoint,
     CrashQuery,
+    FailTask,
     ProduceRecords,
+    ResendRecords,
     RunBatches,
     StreamSchedule,
 )
-from harness.history.events import Aggregate, EventKind, History, HistoryMeta, SinkKind, SinkSpec
+from harness.history.events import (
+    RESENT,
+    Aggregate,
+    EventKind,
+    History,
+    HistoryMeta,
+    SinkKind,
+    SinkSpec,
+)
 from harness.log.namespace import leveldb_uri, open_namespace
 from harness.log.record import LogRecord
 from harness.spark.streaming._children import ChildSilent, Reports, kill_tree, launch, wait_exit
@@ -64,12 +74,25 @@ from harness.spark.streaming.runner import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["JobResult", "JobSink", "RowLineage", "SparkJob", "run_job"]
+__all__ = [
+    "JOB_MASTER",
+    "JobResult",
+    "JobSink",
+    "RowLineage",
+    "SparkJob",
+    "job_session",
+    "quiet_session",
+    "run_job",
+]
 
 BASE_TIMESTAMP_MS: Final = 1_700_000_000_000
 _TOKEN: Final = re.compile(r"(?<![A-Za-z0-9_])[rR](\d{1,12})(?![A-Za-z0-9_])")
-_SINK_KINDS: Final = ("kafka", "files", "sqlite", "lines")
+_SINK_KINDS: Final = ("kafka", "files", "sqlite", "lines", "table")
 _VALUE_FORMATS: Final = ("json", "text", "words")
+JOB_MASTER: Final = "local[2,2]"
+"""The master the harness starts a job's session on when none runs (the CLI, a child
+driver): two cores, and a failed task tried again once, as on a cluster (Spark's local mode
+retries no task unless its master says so: ``local[N,M]``, M attempts)."""
 
 RowLineage = Callable[[Mapping[str, Any]], "str | Iterable[str] | None"]
 """Which input record id(s) an output row (a dict of its columns) comes from. The lineage
@@ -100,7 +123,9 @@ class JobSink:
     redirected like the job's): ``kafka:TOPIC``, ``files:PATH`` (a Spark file sink, read
     through its ``_spark_metadata`` log), ``sqlite:DB:TABLE`` (each row, or with
     :attr:`SparkJob.table` a key -> count table), ``lines:GLOB`` (each non-empty line of
-    the matching files) or ``console`` (the rows the console sink would have printed)."""
+    the matching files), ``table:NAME`` (what ``writeStream.toTable(NAME)`` wrote: a file
+    sink at the table's warehouse path) or ``console`` (the rows the console sink would
+    have printed)."""
 
     kind: str
     location: str
@@ -114,7 +139,7 @@ class JobSink:
         if kind not in _SINK_KINDS or not rest:
             raise ConfigError(
                 f"sink {spec!r:.80} must be kafka:TOPIC, files:PATH, sqlite:DB:TABLE, "
-                "lines:GLOB or console"
+                "lines:GLOB, table:NAME or console"
             )
         if kind == "sqlite":
             location, _, table = rest.rpartition(":")
@@ -154,6 +179,7 @@ class SparkJob:
     output row names its input (default: ``r<N>`` tokens in its values).
     ``max_offsets_per_trigger``: the Kafka source's ``maxOffsetsPerTrigger`` when the job
     sets none (None: the job's own, else everything available per batch).
+    ``upstream_resends``: the input's producer resends (an at-least-once upstream).
     """
 
     app: str
@@ -170,6 +196,9 @@ class SparkJob:
     max_offsets_per_trigger: int | None = None
     shuffle_partitions: int = 2
     timeout_s: float = 300.0
+    upstream_resends: bool = False
+    """The input's producer is at-least-once: the search also plans and draws its resends
+    (``ResendRecords``), as the simulator's ``Topology(upstream_resends=True)``."""
 
     def __post_init__(self) -> None:
         file, colon, function = str(self.app).rpartition(":")
@@ -204,7 +233,7 @@ class SparkJob:
         return kafka + self.sinks
 
     def sink_spec(self, sink: JobSink) -> SinkSpec:
-        if self.table is not None and sink.kind in ("sqlite", "files", "console"):
+        if self.table is not None and sink.kind in ("sqlite", "files", "console", "table"):
             return SinkSpec(kind=SinkKind.TABLE, aggregate=Aggregate.COUNT)
         return SinkSpec(kind=SinkKind.LOG)
 
@@ -212,6 +241,76 @@ class SparkJob:
         from harness.spark.streaming._kafkalog import kafka_log
 
         return tuple(kafka_log(t, p) for t in self.inputs for p in range(self.partitions))
+
+    def to_json(self) -> dict[str, Any] | None:
+        """The job as JSON, for a replay file that runs it again without the command line;
+        None when its lineage function cannot be found again by name (a lambda, a local
+        function)."""
+        lineage = None
+        if self.lineage is not None:
+            lineage = _named(self.lineage)
+            if lineage is None:
+                return None
+        return {
+            "app": self.app,
+            "inputs": list(self.inputs),
+            "outputs": list(self.outputs),
+            "sinks": [
+                s.kind
+                if s.kind == "console"
+                else f"{s.kind}:{s.location}" + (f":{s.table}" if s.table else "")
+                for s in self.sinks
+            ],
+            "argv": list(self.argv),
+            "partitions": self.partitions,
+            "keys": self.keys,
+            "value_format": self.value_format,
+            "table": None if self.table is None else list(self.table),
+            "id_column": self.id_column,
+            "lineage": lineage,
+            "max_offsets_per_trigger": self.max_offsets_per_trigger,
+            "shuffle_partitions": self.shuffle_partitions,
+            "timeout_s": self.timeout_s,
+            "upstream_resends": self.upstream_resends,
+        }
+
+    @classmethod
+    def from_json(cls, data: object, where: str = "the job") -> SparkJob:
+        """The job :meth:`to_json` wrote; bad input raises :class:`ConfigError`."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("app"), str):
+            raise ConfigError(f"{where} must be an object naming its app, got {data!r:.80}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"{where} has unknown key(s) {unknown}; known: {sorted(known)}")
+        values = dict(data)
+        try:
+            if values.get("table") is not None:
+                key, count = values["table"]
+                values["table"] = (str(key), str(count))
+            if values.get("lineage") is not None:
+                from harness.effects.sources import load_named
+
+                values["lineage"] = load_named(str(values["lineage"]), "lineage function")
+            for name in ("inputs", "outputs", "sinks", "argv"):
+                values[name] = tuple(str(v) for v in values.get(name, ()))
+            return cls(**values)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{where} is not a Spark job's JSON: {exc}") from None
+
+
+def _named(function: Callable[..., Any]) -> str | None:
+    """``module:qualname`` of ``function`` when importing that name gives it back."""
+    from harness.effects.sources import load_named
+
+    module = getattr(function, "__module__", None)
+    name = f"{module}:{getattr(function, '__qualname__', '')}"
+    if not module or module == "__main__" or "<" in name:
+        return None
+    try:
+        return name if load_named(name, "lineage function") is function else None
+    except ConfigError:
+        return None
 
 
 @final
@@ -224,6 +323,11 @@ class JobResult:
     crashes: tuple[FiredCrash, ...]
     query_runs: int
     errors: tuple[str, ...] = ()
+    task_failures: tuple[Mapping[str, Any], ...] = ()
+    """Each task a ``FailTask`` step failed: ``step``, ``process``, ``batch``, ``at`` (read,
+    write) and ``retried`` (the run went on: Spark retried it)."""
+    resends: int = 0
+    """Records the upstream appended again (``ResendRecords``)."""
 
 
 def run_job(
@@ -255,6 +359,10 @@ class _JobRunner:
     records: int = 0
     processes: int = 0
     offsets: dict[str, int] = field(default_factory=dict)
+    appended: dict[str, list[int]] = field(default_factory=dict)
+    """Per log, the numbers of the records produced to it (what a resend appends again)."""
+    txids: int = 0
+    task_failures: list[dict[str, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.workdir = self.workdir.absolute()
@@ -266,6 +374,7 @@ class _JobRunner:
         self.uri = leveldb_uri(self.workdir / "namespace")
         self.logs = self.job.logs()
         self.offsets = dict.fromkeys(self.logs, 0)
+        self.appended = {log: [] for log in self.logs}
         with open_namespace(self.uri) as namespace:
             for log in self.logs:
                 namespace.create_log(log)
@@ -281,6 +390,7 @@ class _JobRunner:
                 "app": self.job.app,
                 "schedule": self.schedule.to_json(),
                 "crashes": [c.to_json() for c in self.crashes],
+                "task_failures": list(self.task_failures),
             },
         )
         return JobResult(
@@ -289,19 +399,25 @@ class _JobRunner:
             crashes=tuple(self.crashes),
             query_runs=self.processes,
             errors=tuple(self.errors),
+            task_failures=tuple(self.task_failures),
+            resends=sum(
+                1 for e in self.recorder.events if e.kind is EventKind.APPEND and e.detail == RESENT
+            ),
         )
 
-    def _produce(self, step: ProduceRecords) -> None:
+    def _produce(self, step: ProduceRecords | ResendRecords) -> None:
         from harness.spark.streaming._kafkalog import encode_message
 
-        if step.count == 0:
-            return
         log = self.logs[step.log % len(self.logs)]
+        again = self.appended[log][-step.count :] if isinstance(step, ResendRecords) else []
+        if step.count == 0 or (isinstance(step, ResendRecords) and not again):
+            return  # nothing to resend: the log has no records yet
         value_format = self.job.value_format
 
         def record(number: int, record_id: str, key: str) -> LogRecord:
             payload = encode_message(*_values(value_format, record_id, key))
-            return LogRecord(BASE_TIMESTAMP_MS + number, payload)
+            self.txids += 1  # increasing, resends included; a fresh log starts at the base
+            return LogRecord(BASE_TIMESTAMP_MS + self.txids - 1, payload)
 
         append_records(
             self.recorder,
@@ -312,17 +428,23 @@ class _JobRunner:
             self.offsets[log],
             keys=self.job.keys,
             record=record,
+            resent=again,
         )
-        self.records += step.count
-        self.offsets[log] += step.count
+        if not again:
+            self.appended[log].extend(range(self.records, self.records + step.count))
+            self.records += step.count
+        self.offsets[log] += len(again) or step.count
 
     # -- query runs ---------------------------------------------------------------------
 
-    def _gate(self, step: RunBatches | CrashQuery | None) -> Any:
+    def _gate(self, step: RunBatches | CrashQuery | FailTask | None) -> Any:
         from harness.spark.streaming._faultgate import Gate
 
         directory = self.workdir / "runs" / str(self.processes)
-        if isinstance(step, CrashQuery):
+        if isinstance(step, FailTask):  # a Kafka sink's task fails after writing, else a read
+            at = "write" if any(s.kind == "kafka" for s in self.job.checked_sinks()) else "read"
+            gate = Gate(directory=str(directory), task=step.batch, task_at=at)
+        elif isinstance(step, CrashQuery):
             gate = Gate(
                 directory=str(directory),
                 point=step.point.value,
@@ -350,7 +472,7 @@ class _JobRunner:
         )
         return {"run": run.to_json(), "app": self.job.app, "argv": list(self.job.argv)}
 
-    def _query(self, index: int, step: RunBatches | CrashQuery | None) -> _Outcome:
+    def _query(self, index: int, step: RunBatches | CrashQuery | FailTask | None) -> _Outcome:
         self.processes += 1
         process = self.processes
         self.recorder.add(EventKind.START, process=process)
@@ -375,6 +497,12 @@ class _JobRunner:
         elif outcome.error is not None:
             self.errors.append(outcome.error)
             self.recorder.add(EventKind.ERROR, process=process, detail=outcome.error)
+        failed = gate.task_failed()
+        if failed is not None:  # retried when the run went on without an error
+            retried = outcome.error is None and not outcome.fired
+            self.task_failures.append(
+                {"step": index, "process": process, **failed, "retried": retried}
+            )
         return outcome
 
     def _session(self) -> SparkSession:
@@ -384,9 +512,7 @@ class _JobRunner:
         for one or the other). :func:`~harness.spark.streaming._interpose.interposed`
         puts back every setting the job changes."""
         if self.spark is None:
-            from harness.spark.session import spark_session
-
-            self.spark = spark_session()
+            self.spark = job_session()
         from harness.spark.streaming.kafka_source import register_kafka
 
         register_kafka(self.spark)
@@ -542,6 +668,25 @@ class _JobRunner:
         runs = self.workdir / "runs"
         found = [_query_record(str(runs / str(n))) for n in range(1, self.processes + 1)]
         return [q for q in found if q is not None]
+
+
+def job_session() -> SparkSession:
+    """The process's session, or one started on :data:`JOB_MASTER` when none runs."""
+    from harness.spark.session import running_session, spark_session
+
+    return running_session() or spark_session(JOB_MASTER)
+
+
+def quiet_session() -> SparkSession:
+    """:func:`job_session` for a front door, its logging off: the JVM logs every failed
+    query with its traceback, the crashes are the harness's own and the verdict says what
+    they did, so a CLI user sees none of them."""
+    spark = job_session()
+    spark.sparkContext.setLogLevel("OFF")
+    jvm: Any = spark.sparkContext._jvm
+    log4j = jvm.org.apache.logging.log4j
+    log4j.core.config.Configurator.setAllLevels("org.apache.spark", log4j.Level.OFF)
+    return spark
 
 
 def _describe(exc: BaseException) -> str:

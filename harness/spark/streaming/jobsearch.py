@@ -19,22 +19,26 @@ import hashlib
 import json
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
+from harness._shown import shown
 from harness.check.verdict import Guarantee, Status, Verdict
 from harness.errors import ConfigError
 from harness.faults.streams import (
     CrashHow,
     CrashPoint,
     CrashQuery,
+    FailTask,
     ProduceRecords,
+    ResendRecords,
     RunBatches,
     StreamSchedule,
     StreamStep,
 )
+from harness.history.events import History
 from harness.spark.streaming.job import JobResult, SparkJob, run_job
 
 if TYPE_CHECKING:
@@ -42,15 +46,21 @@ if TYPE_CHECKING:
 
 __all__ = [
     "JOB_REPLAY_VERSION",
+    "JobCoverage",
     "JobExploration",
+    "JobFailure",
     "JobExplorer",
     "JobReplay",
     "draw_schedule",
     "explore_job",
     "planned_schedules",
+    "replay_job",
 ]
 
-JOB_REPLAY_VERSION: Final = 1
+JOB_REPLAY_VERSION: Final = 2
+"""Version 2 holds the job itself (``job``), so ``python -m harness replay FILE`` runs it."""
+_LATER: Final = ProduceRecords(count=2)
+"""Input that arrives while the job is down, after a planned fault."""
 POINTS: Final = (CrashPoint.AFTER_WRITE, CrashPoint.BEFORE_WRITE, CrashPoint.AFTER_COMMIT)
 """The points in the order the plan tries them: the classic duplicate window first."""
 
@@ -62,10 +72,15 @@ def planned_schedules(
     logs: int = 1,
     hows: Sequence[CrashHow] = (CrashHow.RAISE, CrashHow.SIGKILL),
     points: Sequence[CrashPoint] = POINTS,
+    tasks: bool = True,
+    resends: bool = False,
 ) -> list[StreamSchedule]:
     """Every single crash at every point of ``batches`` micro-batches (module docstring):
     ``records`` records spread over ``logs`` input partitions first, two more after the
-    crash. In-process crashes come first (they cost a query start, a SIGKILL a JVM)."""
+    crash. In-process crashes come first (they cost a query start, a SIGKILL a JVM), then
+    (``tasks``) a task of each batch failing once, then (``resends``: the job's upstream is
+    at-least-once) a resend of the records so far, and a resend after a crash after the
+    write, then the SIGKILLs."""
     if type(batches) is not int or batches < 1 or type(records) is not int or records < 1:
         raise ConfigError(
             f"batches and records must be integers >= 1, got {batches!r}, {records!r}"
@@ -73,13 +88,36 @@ def planned_schedules(
     produce = [
         ProduceRecords(count=n, log=i) for i, n in enumerate(_spread(records, max(1, logs))) if n
     ]
+
+    def schedule(*middle: StreamStep, after: StreamStep = _LATER) -> StreamSchedule:
+        return StreamSchedule(steps=(*produce, *middle, after))
+
     plan = []
     for how in hows:
+        if how is CrashHow.SIGKILL:  # the in-process faults first: a kill costs a JVM
+            plan.extend(_in_process_faults(schedule, batches, produce, tasks, resends))
         for point in points:
             for batch in range(batches):
-                crash = CrashQuery(batch=batch, point=point, how=how)
-                steps: list[StreamStep] = [*produce, crash, ProduceRecords(count=2)]
-                plan.append(StreamSchedule(steps=tuple(steps)))
+                plan.append(schedule(CrashQuery(batch=batch, point=point, how=how)))
+    if CrashHow.SIGKILL not in hows:
+        plan.extend(_in_process_faults(schedule, batches, produce, tasks, resends))
+    return plan
+
+
+def _in_process_faults(
+    schedule: Callable[..., StreamSchedule],
+    batches: int,
+    produce: Sequence[ProduceRecords],
+    tasks: bool,
+    resends: bool,
+) -> list[StreamSchedule]:
+    """A task of each batch failing once; an upstream's resend of every partition's records
+    so far, and one after a crash after the write (``resends``)."""
+    plan = [schedule(FailTask(batch=batch)) for batch in range(batches)] if tasks else []
+    if resends:
+        again = [ResendRecords(count=p.count, log=p.log) for p in produce]
+        plan.append(schedule(*again))
+        plan.append(schedule(CrashQuery(0, CrashPoint.AFTER_WRITE), after=again[0]))
     return plan
 
 
@@ -87,9 +125,12 @@ def _spread(total: int, parts: int) -> list[int]:
     return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
 
-def draw_schedule(rng: random.Random, *, logs: int = 1, sigkill: bool = True) -> StreamSchedule:
-    """A drawn schedule: a produce, a crash, then up to three produce / run / crash steps;
-    at most one SIGKILL (each costs a JVM)."""
+def draw_schedule(
+    rng: random.Random, *, logs: int = 1, sigkill: bool = True, resends: bool = False
+) -> StreamSchedule:
+    """A drawn schedule: a produce, a crash, then up to three produce / run / crash /
+    task-failure (and, with ``resends``, resend) steps; at most one SIGKILL (each costs a
+    JVM)."""
     kills = 0
 
     def crash() -> CrashQuery:
@@ -102,24 +143,36 @@ def draw_schedule(rng: random.Random, *, logs: int = 1, sigkill: bool = True) ->
     def produce() -> ProduceRecords:
         return ProduceRecords(count=rng.randint(1, 6), log=rng.randrange(logs))
 
+    def other(kind: int) -> StreamStep:
+        if kind == 0:
+            return produce()
+        if kind == 1:
+            return RunBatches(rng.randint(1, 2))
+        if kind == 2:
+            return crash()
+        if kind == 3:
+            return FailTask(batch=rng.randrange(2))
+        return ResendRecords(count=rng.randint(1, 3), log=rng.randrange(logs))
+
     steps: list[StreamStep] = [produce(), crash()]
     for _ in range(rng.randrange(4)):
-        kind = rng.randrange(3)
-        steps.append(
-            produce() if kind == 0 else RunBatches(rng.randint(1, 2)) if kind == 1 else crash()
-        )
+        steps.append(other(rng.randrange(5 if resends else 4)))
     return StreamSchedule(steps=tuple(steps))
 
 
 @final
 @dataclass(frozen=True, slots=True)
 class JobReplay:
-    """A failing schedule of a job, saved: what ``spark-job --replay FILE`` runs again."""
+    """A failing schedule of a job, saved: what ``spark-job --replay FILE`` runs again, and
+    (with ``job``, the job's JSON: :meth:`SparkJob.to_json`) what ``python -m harness replay
+    FILE`` and ``report FILE`` run without the original command line."""
 
     app: str
     guarantee: Guarantee
     schedule: StreamSchedule
     summary: str = ""
+    job: Mapping[str, Any] | None = None
+    seed: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -128,6 +181,8 @@ class JobReplay:
             "guarantee": self.guarantee.value,
             "schedule": self.schedule.to_json(),
             "verdict": self.summary,
+            "seed": self.seed,
+            "job": None if self.job is None else dict(self.job),
         }
 
     def save(self, directory: str | Path) -> Path:
@@ -140,22 +195,124 @@ class JobReplay:
         return path
 
     @classmethod
+    def from_json(cls, data: object, where: str = "the replay file") -> JobReplay:
+        """A replay file's content; version 1 files (no job) still read."""
+        version = data.get("harness_spark_job_replay") if isinstance(data, Mapping) else None
+        if not isinstance(data, Mapping) or version not in _READ_VERSIONS:
+            raise ConfigError(
+                f"{where} is not a spark-job replay file (no harness_spark_job_replay: "
+                f"{JOB_REPLAY_VERSION}); pass a file that spark-job saved"
+            )
+        job, seed = data.get("job"), data.get("seed")
+        try:
+            return cls(
+                app=str(data["app"]),
+                guarantee=Guarantee(data["guarantee"]),
+                schedule=StreamSchedule.from_json(data["schedule"]),
+                summary=str(data.get("verdict", "")),
+                job=job if isinstance(job, Mapping) else None,
+                seed=seed if type(seed) is int else None,
+            )
+        except (KeyError, ValueError) as exc:
+            raise ConfigError(f"{where} is not a whole spark-job replay file: {exc}") from None
+
+    @classmethod
+    def recognise(cls, source: str) -> JobReplay | None:
+        """The spark-job replay file (or its JSON, given inline) ``source`` is, or None when
+        it is another kind of file, or none that can be read (the caller's own reader then
+        says why): how ``python -m harness replay`` and ``report`` tell the two apart."""
+        try:
+            text = source if source.lstrip().startswith("{") else Path(source).read_text("utf-8")
+            data = json.loads(text)
+        except (OSError, ValueError, RecursionError):  # too deep a nesting: not ours
+            return None
+        if not isinstance(data, Mapping) or "harness_spark_job_replay" not in data:
+            return None
+        return cls.from_json(data, f"replay file {shown(source)}")
+
+    @classmethod
     def load(cls, path: str | Path) -> JobReplay:
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot read replay file {str(path)!r}: {exc}") from None
-        if not isinstance(data, dict) or data.get("harness_spark_job_replay") != JOB_REPLAY_VERSION:
+        return cls.from_json(data, repr(str(path)))
+
+    def spark_job(self) -> SparkJob:
+        """The job the file names; a :class:`ConfigError` when it does not hold it (a lineage
+        function that could not be named, or a version 1 file)."""
+        if self.job is None:
             raise ConfigError(
-                f"{str(path)!r} is not a spark-job replay file (no harness_spark_job_replay: "
-                f"{JOB_REPLAY_VERSION}); pass a file that spark-job saved"
+                f"this replay file of {self.app!r} does not hold the job (its lineage function "
+                "cannot be imported by name, or an older harness wrote it); run it with "
+                "python -m harness spark-job ... --replay FILE"
             )
-        return cls(
-            app=str(data["app"]),
-            guarantee=Guarantee(data["guarantee"]),
-            schedule=StreamSchedule.from_json(data["schedule"]),
-            summary=str(data.get("verdict", "")),
+        return SparkJob.from_json(self.job, "the replay file's job")
+
+
+_READ_VERSIONS: Final = (1, JOB_REPLAY_VERSION)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class JobCoverage:
+    """What a search of a job tried: schedules, planned ones, the faults that fired by
+    ``"<point>/<how>"`` (and ``task/retry``, ``resend``), the time spent."""
+
+    schedules: int = 0
+    planned: int = 0
+    fired: Mapping[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    shrink_runs: int = 0
+
+    def summary(self) -> str:
+        reached = ", ".join(f"{k} x{v}" for k, v in sorted(self.fired.items())) or "none"
+        return (
+            f"{self.schedules} schedules ({self.planned} planned), faults fired: {reached}; "
+            f"{self.seconds:.0f}s"
+            + (f"; shrunk in {self.shrink_runs} runs" if self.shrink_runs else "")
         )
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class JobFailure:
+    """A checked run of a job (a counterexample, or a replay of one): the reports'
+    :class:`~harness.report.Reported` protocol, so ``gather``/``write_report`` render it like
+    any other run."""
+
+    verdict: Verdict
+    history: History
+    schedule: StreamSchedule
+    processor: str
+    replay_command: str | None = None
+    seed: int | None = None
+    backend: str = "spark"
+    coverage: JobCoverage | None = None
+    replay_file: Path | None = None
+
+
+def replay_job(
+    replay: JobReplay,
+    *,
+    workdir: str | Path,
+    job: SparkJob | None = None,
+    spark: SparkSession | None = None,
+    replay_command: str | None = None,
+) -> JobFailure:
+    """Run a saved schedule again (against ``job``, default the file's own) and judge it."""
+    from harness.check.local import check
+
+    subject = replay.spark_job() if job is None else job
+    result = run_job(subject, replay.schedule, workdir=workdir, spark=spark, run_id="replay")
+    return JobFailure(
+        verdict=check(result.history, replay.guarantee),
+        history=result.history,
+        schedule=replay.schedule,
+        processor=subject.app,
+        replay_command=replay_command,
+        seed=replay.seed,
+    )
 
 
 @final
@@ -168,6 +325,7 @@ class JobExploration:
     planned: int = 0
     fired: dict[str, int] = field(default_factory=dict)
     """``"<point>/<how>"`` -> crashes that fired there."""
+    seed: int = 0
     seconds: float = 0.0
     failure: JobResult | None = None
     verdict: Verdict | None = None
@@ -180,12 +338,31 @@ class JobExploration:
     def status(self) -> Status:
         return Status.VALID if self.verdict is None else self.verdict.status
 
+    def tried(self) -> JobCoverage:
+        """What was tried, as a value (a failure's report carries it)."""
+        return JobCoverage(
+            self.schedules, self.planned, dict(self.fired), self.seconds, self.shrink_runs
+        )
+
     def coverage(self) -> str:
-        reached = ", ".join(f"{k} x{v}" for k, v in sorted(self.fired.items())) or "none"
-        return (
-            f"{self.schedules} schedules ({self.planned} planned), crashes fired: {reached}; "
-            f"{self.seconds:.0f}s"
-            + (f"; shrunk in {self.shrink_runs} runs" if self.shrink_runs else "")
+        return self.tried().summary()
+
+    def reported(self) -> JobFailure | None:
+        """The counterexample as a run the reports render (None when none was found)."""
+        if self.failure is None or self.verdict is None:
+            return None
+        command = (
+            None if self.replay_file is None else f"python -m harness replay {self.replay_file}"
+        )
+        return JobFailure(
+            verdict=self.verdict,
+            history=self.failure.history,
+            schedule=self.failure.schedule,
+            processor=str(self.failure.history.meta.extra.get("app", "")),
+            replay_command=command,
+            seed=self.seed,
+            coverage=self.tried(),
+            replay_file=self.replay_file,
         )
 
 
@@ -212,15 +389,17 @@ def explore_job(
     wanted = Guarantee(guarantee)
     if plan is None:
         hows = (CrashHow.RAISE, CrashHow.SIGKILL) if sigkill else (CrashHow.RAISE,)
-        plan = planned_schedules(logs=len(job.logs()), hows=hows)
-    explored = JobExploration(guarantee=wanted, planned=min(len(plan), max_schedules))
+        plan = planned_schedules(logs=len(job.logs()), hows=hows, resends=job.upstream_resends)
+    explored = JobExploration(guarantee=wanted, planned=min(len(plan), max_schedules), seed=seed)
     rng = random.Random(seed)
     started = time.monotonic()
     for number in range(max_schedules):
         schedule = (
             plan[number]
             if number < len(plan)
-            else draw_schedule(rng, logs=len(job.logs()), sigkill=sigkill)
+            else draw_schedule(
+                rng, logs=len(job.logs()), sigkill=sigkill, resends=job.upstream_resends
+            )
         )
         result = run_job(
             job,
@@ -231,8 +410,7 @@ def explore_job(
         )
         verdict = check(result.history, wanted)
         explored.schedules += 1
-        for crash in result.crashes:
-            name = f"{crash.point.value}/{crash.how.value}"
+        for name in _fired(result):
             explored.fired[name] = explored.fired.get(name, 0) + 1
         if on_schedule is not None:
             on_schedule(number, result, verdict)
@@ -245,7 +423,8 @@ def explore_job(
                 schedule = result.schedule
             explored.failure, explored.verdict = result, verdict
             if failures_dir is not None:
-                replay = JobReplay(job.app, wanted, schedule, verdict.summary().splitlines()[0])
+                summary = verdict.summary().splitlines()[0]
+                replay = JobReplay(job.app, wanted, schedule, summary, job.to_json(), seed)
                 explored.replay_file = replay.save(failures_dir)
             break
     explored.seconds = time.monotonic() - started
@@ -289,9 +468,24 @@ class JobExplorer:
             assert explored.failure is not None
             raise AssertionError(
                 f"{explored.verdict.summary()}\n{explored.failure.schedule.describe()}\n"
-                f"tried: {explored.coverage()}\nreplay file: {explored.replay_file}"
+                f"tried: {explored.coverage()}\nreplay file: {explored.replay_file} "
+                "(python -m harness replay FILE, or report FILE --out DIR)"
             )
         return explored
+
+
+def _fired(result: JobResult) -> list[str]:
+    """The faults that fired in a run, by coverage name: ``<point>/<how>`` per crash,
+    ``task/retried`` or ``task/not-retried`` per task failure, ``resend`` per resend step
+    that appended records."""
+    names = [f"{c.point.value}/{c.how.value}" for c in result.crashes]
+    names += [
+        "task/retried" if failed.get("retried") else "task/not-retried"
+        for failed in result.task_failures
+    ]
+    if result.resends:
+        names.append("resend")
+    return names
 
 
 def _smaller(schedule: StreamSchedule) -> list[StreamSchedule]:
@@ -309,6 +503,8 @@ def _smaller(schedule: StreamSchedule) -> list[StreamSchedule]:
     for index, step in enumerate(steps):
         if isinstance(step, ProduceRecords) and step.count > 1:
             add([*steps[:index], ProduceRecords(1, step.log), *steps[index + 1 :]])
+        if isinstance(step, ResendRecords) and step.count > 1:
+            add([*steps[:index], ResendRecords(1, step.log), *steps[index + 1 :]])
         if isinstance(step, CrashQuery):
             if step.how is CrashHow.SIGKILL:
                 add([*steps[:index], CrashQuery(step.batch, step.point), *steps[index + 1 :]])

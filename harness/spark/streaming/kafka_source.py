@@ -312,12 +312,18 @@ class _KafkaStreamReader(DLogStreamReader):
             last = True
         gate.note_planned(batch, last=last)
         gate.before_write(batch)
+        for part in parts:
+            if isinstance(part, DLogPartition):
+                part.batch = batch
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         pa: Any = importlib.import_module("pyarrow")
 
         assert isinstance(partition, DLogPartition)
+        gate = self.gate()
+        if gate is not None and partition.batch is not None:
+            gate.note_reading(partition.batch)
         topic, number = _topic_partition(partition.log)
         for batch in read_arrow(
             self.settings.uri,
@@ -327,6 +333,8 @@ class _KafkaStreamReader(DLogStreamReader):
             lock_wait_s=self.settings.lock_wait_s,
         ):
             yield _kafka_rows(pa, batch, topic, number)
+        if gate is not None:
+            gate.task_done("read", partition.batch)
 
 
 def _checkpoint_of(gate: str | None) -> str | None:
@@ -416,7 +424,11 @@ class _KafkaStreamWriter(DataSourceStreamWriter):
         self.uri, self.topic, self.gate = uri, topic, gate
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return write_topic_rows(self.uri, self.topic, iterator)
+        written = write_topic_rows(self.uri, self.topic, iterator)
+        gate = Gate.load(self.gate)
+        if gate is not None:  # the rows stay appended if it fails, as Spark's producer's do
+            gate.task_done("write", None)
+        return written
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         gate = Gate.load(self.gate)

@@ -72,11 +72,14 @@ from harness.faults.streams import (
     CrashHow,
     CrashPoint,
     CrashQuery,
+    FailTask,
     ProduceRecords,
+    ResendRecords,
     RunBatches,
     StreamSchedule,
 )
 from harness.history.events import (
+    RESENT,
     Aggregate,
     Event,
     EventKind,
@@ -311,14 +314,14 @@ class _Recorder:
 def play(
     schedule: StreamSchedule,
     recorder: _Recorder,
-    produce: Callable[[ProduceRecords], None],
-    query: Callable[[int, RunBatches | CrashQuery], Any],
+    produce: Callable[[ProduceRecords | ResendRecords], None],
+    query: Callable[[int, RunBatches | CrashQuery | FailTask], Any],
     drain: Callable[[], str],
 ) -> None:
-    """Execute ``schedule``: each produce or query step in order, then the drain (a
-    ``drain`` event, ``drain()`` says how the run ended), then the ``end`` event."""
+    """Execute ``schedule``: each produce (or resend) or query step in order, then the drain
+    (a ``drain`` event, ``drain()`` says how the run ended), then the ``end`` event."""
     for index, step in enumerate(schedule.steps):
-        if isinstance(step, ProduceRecords):
+        if isinstance(step, (ProduceRecords, ResendRecords)):
             produce(step)
         else:
             query(index, step)
@@ -339,23 +342,32 @@ def append_records(
     *,
     keys: int,
     record: Callable[[int, str, str], LogRecord],
+    resent: Sequence[int] = (),
 ) -> None:
     """The producer appends records ``r<first>``... (``count``, key ``k<n % keys>``, value 1)
     to ``log`` from Kafka-style offset ``offset`` in one commit: an ``append`` event per record,
     then, once the commit returned, an ``ack`` each. ``record(n, record_id, key)`` makes the
-    stored record."""
+    stored record. With ``resent`` (record numbers), the producer appends those records again
+    instead (an at-least-once upstream's resend: ``append`` detail ``resent``)."""
+    numbers = list(resent) or list(range(first, first + count))
+    detail = RESENT if resent else None
     written: list[tuple[str, int]] = []
     with (
         open_namespace(uri) as namespace,
         namespace.open_log(log) as manager,
         manager.open_writer() as writer,
     ):
-        for number in range(first, first + count):
+        for at, number in enumerate(numbers, offset):
             record_id, key = f"r{number}", f"k{number % keys}"
             writer.write(record(number, record_id, key))
-            at = offset + number - first
             recorder.add(
-                EventKind.APPEND, partition=log, offset=at, record_id=record_id, key=key, value=1
+                EventKind.APPEND,
+                partition=log,
+                offset=at,
+                record_id=record_id,
+                key=key,
+                value=1,
+                detail=detail,
             )
             written.append((record_id, at))
         writer.commit()
@@ -392,6 +404,11 @@ def run_stream(
             raise ConfigError(
                 f"{step!r}: the built-in variants crash before-write or after-write; "
                 "after-commit crashes are for unchanged jobs (harness.spark.streaming.job)"
+            )
+        if isinstance(step, (FailTask, ResendRecords)):
+            raise ConfigError(
+                f"{step!r}: the built-in variants take produce, run and crash steps; task "
+                "failures and resends are for unchanged jobs (harness.spark.streaming.job)"
             )
     runner = _Runner(variant, schedule, Path(workdir), config or StreamConfig(), spark, run_id)
     return runner.run()
@@ -458,7 +475,8 @@ class _Runner:
             restarts=tuple(self.restarts),
         )
 
-    def _produce(self, step: ProduceRecords) -> None:
+    def _produce(self, step: ProduceRecords | ResendRecords) -> None:
+        assert isinstance(step, ProduceRecords), "run_stream refuses resends"
         if step.count == 0:
             return
         log = self.config.logs[step.log % len(self.config.logs)]
@@ -519,7 +537,8 @@ class _Runner:
             **gate,
         )
 
-    def _query(self, index: int, step: RunBatches | CrashQuery) -> None:
+    def _query(self, index: int, step: RunBatches | CrashQuery | FailTask) -> None:
+        assert not isinstance(step, FailTask), "run_stream refuses task failures"
         ahead = self._batches_ahead()
         if not ahead:
             return  # nothing to process: no query starts, so nothing can crash
