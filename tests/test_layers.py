@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "harness._budget",
             "harness._progress",
             "harness._output",
+            "harness._usage",
         ),
     ),
     ("storage and values", ("harness.log", "harness.history", "harness.faults")),

@@ -225,6 +225,7 @@ OUTPUT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
         "coverage",
         "problems",
     ),
+    "error": ("for_command", "error_type", "usage", "suggestions"),
 }
 """Each command's keys after the common ones (``harness_output``, ``command``, ``status``,
 ``summary``); every one is present in its output, ``null`` when it does not apply."""
@@ -269,6 +270,20 @@ _OUTPUT_PROPERTIES: Final[dict[str, Any]] = {
         },
     },
     "runs": {"type": "object", "additionalProperties": {"$ref": "#/$defs/verdict"}},
+    "for_command": {
+        "type": ["string", "null"],
+        "description": "the command the refused command line named (null: none)",
+    },
+    "error_type": {"type": "string", "description": "the error's class, e.g. UsageError"},
+    "usage": {
+        "type": ["string", "null"],
+        "description": "the command's usage text, for an error in its arguments",
+    },
+    "suggestions": {
+        "type": "array",
+        "description": "what was probably meant (a flag, a command, a choice)",
+        "items": {"type": "string"},
+    },
     "cells": {
         "type": "array",
         "items": {
