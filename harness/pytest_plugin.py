@@ -824,7 +824,7 @@ def _replay_report(failure: Failure, path: Path) -> str:
             f"backend): {failure.verdict.status.name}, replaying {path}",
             failure.verdict.summary(),
             f"schedule ({len(schedule)} steps):",
-            schedule.describe(),
+            schedule.describe(failure.history.meta.extra.get("stops")),
             f"replay: {failure.replay_command}",
         ]
     )

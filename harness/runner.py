@@ -221,8 +221,15 @@ def load_processor(path: str, file: str | None = None) -> Processor:
         try:
             obj = getattr(obj, part)
         except AttributeError:
+            skipped = getattr(module, "__harness_search_skipped__", False)
             raise ConfigError(
                 f"module {shown(module_name)} has no processor {shown(qualname)}; check the name"
+                + (
+                    "; a replay runs the script only up to its own explore() call: define "
+                    "the processor above it, or call explore() under if __name__ == '__main__'"
+                    if skipped
+                    else ""
+                )
             ) from None
     if not callable(obj):
         raise ConfigError(f"processor {shown(path)} is {shown(obj)}, not callable")
@@ -249,8 +256,20 @@ def _is_file(file: str) -> bool:
         return False
 
 
+class _SearchSkipped(BaseException):
+    """Raised by :func:`explore` called while a script is loaded for a replay: the script's
+    own search ends its execution there (what it defined so far is kept)."""
+
+
+_LOADING_SCRIPTS: list[int] = []
+"""The threads loading a script for a replay (:func:`_load_file`), one entry a script."""
+
+
 def _load_file(module_name: str, file: str) -> Any:
-    """Execute the processor's source file as a module of its own."""
+    """Execute the processor's source file as a module of its own: never as ``__main__``,
+    and a search it starts at module level (``explore(...)`` outside an ``if __name__``
+    guard) ends its execution there instead of running (the replay runs one schedule, it
+    does not search again nor write another failure file)."""
     loaded_name = "_harness_replayed_" + Path(file).stem
     spec = importlib.util.spec_from_file_location(loaded_name, file)
     if spec is None or spec.loader is None:
@@ -258,8 +277,18 @@ def _load_file(module_name: str, file: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.modules[loaded_name] = module
     loader = spec.loader
+
+    def execute() -> None:
+        _LOADING_SCRIPTS.append(threading.get_ident())
+        try:
+            loader.exec_module(module)
+        except _SearchSkipped:
+            setattr(module, "__harness_search_skipped__", True)  # noqa: B010
+        finally:
+            _LOADING_SCRIPTS.remove(threading.get_ident())
+
     try:
-        _guarded(file, lambda: loader.exec_module(module))
+        _guarded(file, execute)
     except BaseException:
         del sys.modules[loaded_name]
         raise
@@ -388,7 +417,7 @@ class Failure:
             f"shrunk schedule ({len(self.schedule)} steps; first failure at schedule "
             f"{self.first_failure_example} after {self.first_failure_seconds:.2f} s, "
             f"{self.examples} schedules run in all):",
-            self.schedule.describe(),
+            self.schedule.describe(self.history.meta.extra.get("stops")),
             f"schedule JSON: {self.schedule.dumps()}",
             f"coverage: {self.coverage.summary()}",
             f"seed: {self.seed}  (explore(..., seed={self.seed}) repeats this search)",
@@ -488,6 +517,8 @@ def explore(
     from harness.faults.kinds import fault_set
     from harness.search.profiles import profile
 
+    if threading.get_ident() in _LOADING_SCRIPTS:  # a script loaded for a replay
+        raise _SearchSkipped  # its own search does not run
     defaults = profile(None)
     guarantee = _guarantee(guarantee)
     limit = run_budget(budget)

@@ -69,5 +69,5 @@ def main(args: argparse.Namespace) -> int:
     emit(headline)
     emit(verdict.summary())
     emit(f"schedule ({len(spec.schedule)} steps):")
-    emit(spec.schedule.describe())
+    emit(spec.schedule.describe(history.meta.extra.get("stops")))
     return exit_code(verdict)

@@ -252,13 +252,13 @@ def _replay(args: argparse.Namespace, app: Any) -> int:
     import harness
 
     spec = harness.Replay.load(args.replay)
-    _, verdict = harness.run_once(app, spec.schedule, args.guarantee, topology=app.topology)
+    history, verdict = harness.run_once(app, spec.schedule, args.guarantee, topology=app.topology)
     if args.json:
         _print_json(args, app, verdict.status, verdict.summary().splitlines()[0], [], spec)
     else:
         print("\n".join(_heading(app)))
         print(verdict.summary())
-        print(spec.schedule.describe())
+        print(spec.schedule.describe(history.meta.extra.get("stops")))
     return {Status.VALID: 0, Status.INVALID: 1}.get(verdict.status, 2)
 
 
