@@ -2,8 +2,10 @@
 
 The engine calls :func:`notify` with a :class:`Tick` after each schedule it runs; the command
 line and the pytest plugin install a watcher with :func:`watching` around the call and draw
-live progress from the ticks. Without a watcher :func:`notify` does nothing. Standard library
-only: the engine imports this, the renderers live in ``harness.report.live``.
+live progress from the ticks. Long steps that are no search (reading or writing a history of
+millions of events) call :func:`advance` with an :class:`Amount`, which goes to the meter
+installed with :func:`metering`. Without a watcher (or meter) both do nothing. Standard
+library only: the engine imports this, the renderers live in ``harness.report.live``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["Stage", "Tick", "notify", "watching"]
+__all__ = ["Amount", "Stage", "Tick", "advance", "metering", "notify", "watching"]
 
 
 class Stage(enum.Enum):
@@ -60,3 +62,38 @@ def watching(watcher: Callable[[Tick], None] | None) -> Iterator[None]:
         yield
     finally:
         _WATCHER.reset(token)
+
+
+@dataclass(frozen=True, slots=True)
+class Amount:
+    """How far a long step that is no search got: ``done`` of ``total`` ``units``."""
+
+    what: str
+    """What is being done: ``reading the history``, ``writing the history``."""
+    done: int
+    total: int | None
+    """None: not known in advance."""
+    units: str = "events"
+
+
+_METER: Final[ContextVar[Callable[[Amount], None] | None]] = ContextVar(
+    "harness_progress_meter", default=None
+)
+
+
+def advance(what: str, done: int, total: int | None, units: str = "events") -> None:
+    """Tell the current meter, if any, how far ``what`` got (call it every few thousand
+    units: the meter draws, it does not throttle)."""
+    meter = _METER.get()
+    if meter is not None:
+        meter(Amount(what, done, total, units))
+
+
+@contextmanager
+def metering(meter: Callable[[Amount], None] | None) -> Iterator[None]:
+    """Send the amounts of the steps done inside the block to ``meter`` (None: to nobody)."""
+    token = _METER.set(meter)
+    try:
+        yield
+    finally:
+        _METER.reset(token)

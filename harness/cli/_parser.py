@@ -64,6 +64,11 @@ COMMANDS: Final = (
         "check a stored history (.jsonl or .parquet) against a guarantee",
     ),
     Command(
+        "generate",
+        "harness.cli.generate",
+        "write a history of any size (.parquet or .jsonl), anomalies planted on request",
+    ),
+    Command(
         "check-spark",
         "harness.cli.check_spark",
         "check history Parquet with Spark, locally or on a cluster",
