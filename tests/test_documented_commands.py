@@ -137,7 +137,7 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _for_real(words: list[str], saved: Path) -> list[str]:
     """``words`` runnable here: the files they name exist, ``--records`` is small."""
-    out = []
+    out: list[str] = []
     for word in words:
         if re.fullmatch(r"\.harness/failures/.+\.json", word):
             Path(word).parent.mkdir(parents=True, exist_ok=True)
