@@ -136,3 +136,10 @@ def test_every_usage_error_under_json_is_a_json_error_object(
     assert printed["summary"] in err  # the same line as on stderr
     if printed["error_type"] == "UsageError":
         assert printed["usage"].startswith("usage: python -m harness")
+
+
+def test_a_marker_fault_typo_names_the_fault() -> None:
+    from harness.pytest_plugin import _BadSetting, _check_faults
+
+    with pytest.raises(_BadSetting, match=r"unknown fault 'tik' \(did you mean 'tick'\?\)"):
+        _check_faults(["crash", "tik"], "marker")
