@@ -143,3 +143,8 @@ def test_a_marker_fault_typo_names_the_fault() -> None:
 
     with pytest.raises(_BadSetting, match=r"unknown fault 'tik' \(did you mean 'tick'\?\)"):
         _check_faults(["crash", "tik"], "marker")
+
+
+def test_a_profile_typo_names_the_profile(capsys: pytest.CaptureFixture[str]) -> None:
+    _, err = _fails(capsys, ["run", "--all", "--profile", "nightlly"])
+    assert "unknown harness profile 'nightlly' (did you mean 'nightly'?)" in err
