@@ -61,6 +61,11 @@ def test_a_clean_history_is_valid_and_a_bad_plant_names_the_kind_meant(
     assert "unknown kind 'lots' (did you mean 'lost'?)" in capsys.readouterr().err
     assert main(["generate", str(tmp_path / "x.csv")]) == 2
     assert not (tmp_path / "x.parquet").exists()
+    capsys.readouterr()
+    nested = tmp_path / "new" / "dir" / "h.jsonl"  # missing directories are made
+    assert _generate(capsys, str(nested), "--records", "100")["path"] == str(nested)
+    assert read_history(nested).meta.run_id == "generated"
+    assert [p.name for p in nested.parent.iterdir()] == ["h.jsonl"]  # no temporary left
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])

@@ -104,7 +104,8 @@ def _generate(args: argparse.Namespace, plan: Any, target: Path) -> Any:
         "run_id": args.run_id or "generated",
     }
     if target.suffix == ".parquet":
-        return generate_history(target, **options)
+        return generate_history(target, **options)  # (it makes missing directories)
+    target.parent.mkdir(parents=True, exist_ok=True)
     handle, parquet = tempfile.mkstemp(
         prefix=f".{target.name}.", suffix=".parquet", dir=target.parent
     )
@@ -139,8 +140,13 @@ def main(args: argparse.Namespace) -> int:
     plan = _plan(args.plant)
     writable(args.out, "OUT")  # before the work: one line, no half-written file
     live = LiveProgress(f"generate {args.out.name}", None, json_output=args.json, units="events")
-    with live, metering(live.amount):
-        generated = _generate(args, plan, args.out)
+    try:
+        with live, metering(live.amount):
+            generated = _generate(args, plan, args.out)
+    except OSError as exc:  # a full disk, a directory that cannot be written
+        raise ConfigError(
+            f"cannot write {shown(str(args.out))}: {exc.strerror or type(exc).__name__}"
+        ) from None
     expected = _expected(generated)
     summary = (
         f"wrote {generated.events:,} events ({generated.records:,} records, "
