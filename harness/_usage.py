@@ -121,10 +121,11 @@ class UsageParser(argparse.ArgumentParser):
 
     def option_hints(self, words: Iterable[str]) -> str:
         """``"; --gaurantee: did you mean --guarantee?"`` for each unknown ``--option`` among
-        ``words`` that is close to one of this parser's."""
+        ``words`` that is close to one of this parser's (for a parser of commands, one that is
+        not: where a command's options go)."""
         options = [o for o in self._option_string_actions if o.startswith("--")]
         hints = []
-        commands = any(isinstance(a, argparse._SubParsersAction) for a in self._actions)
+        commands = _commands(self)
         for word in words:
             if commands and not word.startswith("-"):
                 break  # the words after a command are that command's
@@ -134,6 +135,10 @@ class UsageParser(argparse.ArgumentParser):
                 if close:
                     self._suggestions.append(close[0])
                     hints.append(f"{name}: did you mean {close[0]}?")
+                elif commands:  # an option of a command, given before the command's name
+                    hints.append(
+                        f"a command's options go after its name: {self.prog} COMMAND {name}"
+                    )
         return "".join(f"; {hint}" for hint in dict.fromkeys(hints))
 
     def error(self, message: str) -> NoReturn:
@@ -143,6 +148,11 @@ class UsageParser(argparse.ArgumentParser):
         raise UsageError(
             message, prog=self.prog, usage=self.format_usage(), suggestions=suggestions
         )
+
+
+def _commands(parser: argparse.ArgumentParser) -> bool:
+    """Whether ``parser`` takes a command (has sub-parsers)."""
+    return any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)
 
 
 def _innermost(parser: UsageParser, parsed: argparse.Namespace) -> UsageParser:

@@ -64,6 +64,13 @@ def test_a_mistyped_command_is_named(capsys: pytest.CaptureFixture[str]) -> None
     assert "invalid choice: 'chek' (did you mean 'check'?)" in err
 
 
+def test_an_option_before_any_command_says_where_options_go(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, err = _fails(capsys, ["--guarantee", "exactly-once"])
+    assert "a command's options go after its name: python -m harness COMMAND --guarantee" in err
+
+
 def test_an_abbreviated_flag_runs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     out, err = _fails(capsys, ["run", "--al"])
     assert out == "" and "did you mean --all?" in err
