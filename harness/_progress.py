@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 __all__ = ["Amount", "Stage", "Tick", "advance", "metering", "notify", "watching"]
 
@@ -54,14 +54,9 @@ def notify(tick: Tick) -> None:
         watcher(tick)
 
 
-@contextmanager
-def watching(watcher: Callable[[Tick], None] | None) -> Iterator[None]:
+def watching(watcher: Callable[[Tick], None] | None) -> AbstractContextManager[None]:
     """Send the ticks of the work done inside the block to ``watcher`` (None: to nobody)."""
-    token = _WATCHER.set(watcher)
-    try:
-        yield
-    finally:
-        _WATCHER.reset(token)
+    return _installed(_WATCHER, watcher)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +71,8 @@ class Amount:
     units: str = "events"
 
 
+_T = TypeVar("_T")
+
 _METER: Final[ContextVar[Callable[[Amount], None] | None]] = ContextVar(
     "harness_progress_meter", default=None
 )
@@ -89,11 +86,16 @@ def advance(what: str, done: int, total: int | None, units: str = "events") -> N
         meter(Amount(what, done, total, units))
 
 
-@contextmanager
-def metering(meter: Callable[[Amount], None] | None) -> Iterator[None]:
+def metering(meter: Callable[[Amount], None] | None) -> AbstractContextManager[None]:
     """Send the amounts of the steps done inside the block to ``meter`` (None: to nobody)."""
-    token = _METER.set(meter)
+    return _installed(_METER, meter)
+
+
+@contextmanager
+def _installed(variable: ContextVar[_T], value: _T) -> Iterator[None]:
+    """``variable`` set to ``value`` inside the block."""
+    token = variable.set(value)
     try:
         yield
     finally:
-        _METER.reset(token)
+        variable.reset(token)
