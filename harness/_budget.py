@@ -45,10 +45,15 @@ class RunBudget:
             )
 
     def describe(self) -> str:
-        """``1000000 calls, 60 s`` (after a cut: ``..., 60 s; 1 s a run once one ran out``)."""
+        """``1000000 calls, 60 s``; after a cut, the seconds that bound this run first, then
+        the ones the user gave: ``1000000 calls, 1 s a run while shrinking (the search's runs
+        had 60 s, and one ran out)``."""
         if self.cut_from is None:
             return f"{self.calls} calls, {self.seconds:g} s"
-        return f"{self.calls} calls, {self.cut_from:g} s; {self.seconds:g} s a run once one ran out"
+        return (
+            f"{self.calls} calls, {self.seconds:g} s a run while shrinking (the search's runs "
+            f"had {self.cut_from:g} s, and one ran out)"
+        )
 
     def for_shrinking(self, end_detail: str | None) -> RunBudget:
         """The budget for the runs that shrink a failure whose run ended ``end_detail``: at

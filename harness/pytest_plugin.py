@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 import pytest
 
 from harness._budget import DEFAULT_RUN_BUDGET, RunBudget
+from harness._usage import did_you_mean
 from harness.errors import ConfigError, HarnessError
 from harness.search.profiles import DEFAULT_PROFILE, PROFILES, Profile
 
@@ -387,8 +388,10 @@ def _check_faults(value: object, where: str) -> tuple[str, ...]:
         try:
             names.append(Fault(fault).value)
         except ValueError:
+            names = sorted(f.value for f in Fault)
             raise _BadSetting(
-                f"{where}: unknown fault {fault!r}; choose from {sorted(f.value for f in Fault)}"
+                f"{where}: unknown fault {fault!r}{did_you_mean(str(fault), names)}; choose "
+                f"from {names}"
             ) from None
     return tuple(names)
 
@@ -892,7 +895,7 @@ def _replay_report(failure: Failure, path: Path) -> str:
             f"backend): {failure.verdict.status.name}, replaying {path}",
             failure.verdict.summary(),
             f"schedule ({len(schedule)} steps):",
-            schedule.describe(),
+            schedule.describe(failure.history.meta.extra.get("stops")),
             f"replay: {failure.replay_command}",
         ]
     )

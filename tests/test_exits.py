@@ -301,8 +301,9 @@ def test_a_processor_that_hangs_spends_the_budget_once_not_once_a_probe(
     failure = found.value.failure
     assert failure.verdict.status is Status.UNKNOWN
     # the reason quotes the user's budget, and says what the runs after the first one got
-    assert "over the run budget (1000000 calls, 0.3 s; 0.02 s a run once one ran out)" in (
-        failure.verdict.summary()
+    assert (
+        "over the run budget (1000000 calls, 0.02 s a run while shrinking (the search's runs "
+        "had 0.3 s, and one ran out))" in failure.verdict.summary()
     )
     assert "flaky" not in str(found.value)
 

@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "harness._budget",
             "harness._progress",
             "harness._output",
+            "harness._usage",
         ),
     ),
     ("storage and values", ("harness.log", "harness.history", "harness.faults")),
@@ -188,8 +189,8 @@ def test_every_package_of_the_tree_is_placed_on_a_layer() -> None:
             "harness.sim.context",
         ),
         ("harness.offsets.memory", "from ..sim import simulator", "harness.sim.simulator"),
-        ("harness.runner", "from harness.kafka import consumer", "harness.kafka"),
-        ("harness.runner", "import harness.spark.checker", "harness.spark.checker"),
+        ("harness.engine.explorer", "from harness.kafka import consumer", "harness.kafka"),
+        ("harness.engine.explorer", "import harness.spark.checker", "harness.spark.checker"),
         (
             "harness.catalogue.subject",
             "from harness.pytest_plugin import Explorer",

@@ -358,7 +358,7 @@ def test_the_quickstart_fails_with_a_readable_counterexample_then_passes_when_fi
             "E       shrunk schedule (3 steps; first failure at schedule * after * s, * "
             "schedules run in all):",
             "E         0. Produce(partition=0, count=1, ack=True)",
-            "E         1. Run(calls=3)",
+            "E         1. Run(calls=3)  # instance 1 stopped before call 4 (output.emit)",
             "E         2. Crash(machine=False, keep=0)",
             "E            drain",
             'E       schedule JSON: {"version":1,"drain":true,"steps":*}',

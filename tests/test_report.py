@@ -219,7 +219,7 @@ def test_text_report_of_a_real_failure_shows_verdict_witness_events_schedule_and
     start = lines.index("schedule (3 steps):")
     assert lines[start + 1 : start + 6] == [
         "    0. Produce(partition=0, count=1, ack=True)",
-        "    1. Run(calls=3)",
+        "    1. Run(calls=3)  # instance 1 stopped before call 4 (output.emit)",
         "    2. Crash(machine=False, keep=0)",
         "       drain",
         f"schedule JSON: {lost.schedule.dumps()}",
@@ -269,7 +269,7 @@ def test_text_report_is_ascii_and_keeps_each_event_on_one_line(lost: Failure) ->
     assert "\x1b" not in text and "\x07" not in text
     lines = text.splitlines()
     assert lines[0] == "harness report: t\\x1b]0;x\\x07"
-    assert "  lost x7 (showing 1)" in lines
+    assert "  lost x7 (showing 1 of 7)" in lines
     assert (
         f"    records [{EVIL_ID}] events [1]: detail with\\x0anewline and \\u2028 and \\x07"
         in lines

@@ -234,7 +234,7 @@ def test_isolation_misuse_is_refused_and_the_level_round_trips(tmp_path: Path) -
     topology = PITFALLS["output_in_transactions"].topology
     assert Topology.from_json(topology.to_json()) == topology
     assert "isolation" not in json.dumps(Topology().to_json())
-    with pytest.raises(ConfigError, match="bad topology"):
+    with pytest.raises(ConfigError, match="unknown isolation 1; choose from read_committed"):
         Topology.from_json(
             {**topology.to_json(), "sinks": {"out": {"kind": "log", "isolation": 1}}}
         )

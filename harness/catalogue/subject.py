@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness._shown import shown
+from harness._usage import did_you_mean
 from harness.check import AnomalyKind, Guarantee
 from harness.errors import ConfigError
 from harness.faults.kinds import ALL_FAULTS, Fault
@@ -102,7 +104,8 @@ class Scenario:
         for variant in self.variants:
             if variant.name == name:
                 return variant
+        names = [v.name for v in self.variants]
         raise ConfigError(
-            f"scenario {self.name!r} has no variant {name!r}; its variants are "
-            f"{', '.join(v.name for v in self.variants)}"
+            f"scenario {self.name!r} has no variant {shown(name)}{did_you_mean(name, names)}; "
+            f"its variants are {', '.join(names)}"
         )

@@ -206,8 +206,9 @@ class Anomaly:
         )
 
     def summary(self) -> str:
-        """One line: kind, count and the first witness."""
-        return f"{self.kind.value} x{self.count}: {self.witnesses[0].summary()}"
+        """One line: kind, count and the first witness (``lost x3 (showing 1 of 3): ...``)."""
+        of = f" (showing 1 of {self.count})" if self.count > 1 else ""
+        return f"{self.kind.value} x{self.count}{of}: {self.witnesses[0].summary()}"
 
 
 def _frozen_stats(stats: Mapping[str, int]) -> Mapping[str, int]:

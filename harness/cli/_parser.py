@@ -16,14 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from harness._shown import one_line
-from harness.cli._common import EXIT_INTERRUPTED, EXIT_UNKNOWN
+from harness._usage import UsageParser, wants_json
+from harness.cli._common import EXIT_INTERRUPTED
 from harness.errors import HarnessError
 
 __all__ = ["COMMANDS", "DEFAULT_COMMAND", "EXIT_BROKEN_PIPE", "Command", "build_parser", "main"]
 
-_ERROR_CHARS: Final = 5000
-"""The longest an ``error:`` line gets (each value in it is shortened already)."""
 EXIT_BROKEN_PIPE: Final = 141
 """The exit code when stdout is closed early (``... | head -1``): 128 + SIGPIPE, as a shell
 reports a program that SIGPIPE ended."""
@@ -64,6 +62,11 @@ COMMANDS: Final = (
         "check",
         "harness.cli.check",
         "check a stored history (.jsonl or .parquet) against a guarantee",
+    ),
+    Command(
+        "generate",
+        "harness.cli.generate",
+        "write a history of any size (.parquet or .jsonl), anomalies planted on request",
     ),
     Command(
         "check-spark",
@@ -108,7 +111,7 @@ def _load(command: Command) -> Any:
 
 def build_parser(selected: Command | None = None) -> argparse.ArgumentParser:
     """The parser; only ``selected``'s module is imported to declare its arguments."""
-    parser = argparse.ArgumentParser(
+    parser = UsageParser(
         prog="python -m harness",
         description="Correctness harness for at-least-once and exactly-once stream processing.",
         epilog="Exit codes: 0 VALID, 1 INVALID, 2 UNKNOWN or usage error.",
@@ -136,7 +139,7 @@ def _run(argv: list[str]) -> int:
     parser = build_parser(selected)
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse: --help / --version (0) or a usage error (2)
+    except SystemExit as exc:  # argparse: --help / --version (usage errors raise UsageError)
         return int(exc.code or 0)
     if selected is None:
         selected = next(c for c in COMMANDS if c.name == DEFAULT_COMMAND)
@@ -161,8 +164,10 @@ def _main(argv: list[str]) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
     except HarnessError as exc:
-        print(f"error: {one_line(exc, _ERROR_CHARS)}", file=sys.stderr)
-        return EXIT_UNKNOWN
+        from harness.report.errors import show_error
+
+        named = next((c.name for c in COMMANDS if argv[:1] == [c.name]), None)
+        return show_error(exc, command=named, json_output=wants_json(argv))
     except BrokenPipeError:
         # the reader went away (`... | head -1`): stop quietly, and keep Python's final flush
         # of stdout from failing again at exit

@@ -70,12 +70,16 @@ def main(args: argparse.Namespace) -> int:
             [str(args.history), "--guarantee", args.guarantee]
             + (["--out", str(args.out)] if args.out else [])
         )
+    from harness._progress import metering
     from harness.check import Guarantee, check
     from harness.history.io import read_history
     from harness.report.json_report import render_output
     from harness.report.live import LiveProgress, emit
 
-    with LiveProgress(f"check {args.history}", None, json_output=args.json, units="") as live:
+    with (
+        LiveProgress(f"check {args.history}", None, json_output=args.json, units="") as live,
+        metering(live.amount),
+    ):
         live.step(detail="reading the history")
         try:
             history = read_history(args.history)

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 
+from harness._usage import UsageParser
 from harness.errors import ConfigError, CorruptData
 
 __all__ = [
@@ -162,6 +163,6 @@ def _without_incubator_notice() -> Iterator[None]:
 
 def run_spark_command(argv: Sequence[str]) -> int:
     """Parse ``argv`` as ``check-spark``'s arguments and run it (``check --spark`` uses this)."""
-    parser = argparse.ArgumentParser(prog="python -m harness check-spark", description=DESCRIPTION)
+    parser = UsageParser(prog="python -m harness check-spark", description=DESCRIPTION)
     add_arguments(parser)
     return main(parser.parse_args(list(argv)))

@@ -84,7 +84,7 @@ def main(args: argparse.Namespace) -> int:
     emit(headline)
     emit(verdict.summary())
     emit(f"schedule ({len(schedule)} steps):")
-    emit(schedule.describe())
+    emit(schedule.describe(history.meta.extra.get("stops")))
     return exit_code(verdict)
 
 

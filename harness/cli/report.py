@@ -46,47 +46,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Print the text report (and write the files); returns the verdict's exit code."""
     from harness._output import writable
+    from harness._progress import metering
     from harness.report import gather, render_text, write_report
-    from harness.spark.streaming.jobsearch import JobReplay
+    from harness.report.live import LiveProgress, emit
 
     if args.out is not None:  # before the work: one line, and no report half written
         writable(args.out, "--out", directory=True)
     source = str(args.source)
-    if source.endswith((".jsonl", ".parquet")):
-        from harness.check import Guarantee, check
-        from harness.history.io import read_history
-
-        if args.guarantee is None:
-            raise ConfigError(f"--guarantee is required to report on history {shown(source)}")
-        try:
-            history = read_history(source)
-        except OSError as exc:
-            raise ConfigError(f"cannot read history {shown(source)}: {exc.strerror}") from None
-        verdict = check(history, Guarantee(args.guarantee))
-        details: dict[str, Any] = {"title": source}
-    elif (job := JobReplay.recognise(source)) is not None:
-        from harness.cli.replay import replay_job_file
-
-        done = replay_job_file(job, source)
-        history, verdict = done.history, done.verdict
-        details = {"subject": done}
-    else:
-        from harness.engine import Replay, replay
-
-        spec = Replay.load(source)
-        history, verdict = replay(spec)
-        details = {
-            "schedule": spec.schedule,
-            "seed": spec.seed,
-            "replay_command": f"python -m harness replay {source}",
-            "processor": spec.processor,
-            "backend": spec.backend,
-        }
-    from harness.report.live import emit
-
-    subject = details.pop("subject", verdict)
-    facts = gather(subject, history, **details)
-    emit(render_text(facts))
+    # a history of millions of events takes a while to read and check: say how far it got
+    with (
+        LiveProgress(f"report {Path(source).name}", None, units="events") as live,
+        metering(live.amount),
+    ):
+        history, verdict, details = _checked(args, source, live)
+        live.step(detail="rendering the report", now=True)
+        subject = details.pop("subject", verdict)
+        facts = gather(subject, history, **details)
+        text = render_text(facts)
+    emit(text)
     if args.out is not None:
         try:
             written = write_report(args.out, facts, formats=args.format or ("txt", "json", "html"))
@@ -98,3 +75,43 @@ def main(args: argparse.Namespace) -> int:
         for path in written.values():
             print(f"wrote {path}", file=sys.stderr)
     return exit_code(verdict)
+
+
+def _checked(args: argparse.Namespace, source: str, live: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """The history, its verdict and what the report says about where they came from."""
+    from harness.spark.streaming.jobsearch import JobReplay
+
+    if source.endswith((".jsonl", ".parquet")):
+        from harness.check import Guarantee, check
+        from harness.history.io import read_history
+
+        if args.guarantee is None:
+            raise ConfigError(f"--guarantee is required to report on history {shown(source)}")
+        try:
+            history = read_history(source)
+        except OSError as exc:
+            raise ConfigError(f"cannot read history {shown(source)}: {exc.strerror}") from None
+        live.step(detail=f"checking {len(history.events):,} events", now=True)
+        verdict = check(history, Guarantee(args.guarantee))
+        details: dict[str, Any] = {"title": source}
+    elif (job := JobReplay.recognise(source)) is not None:
+        from harness.cli.replay import replay_job_file
+
+        live.step(detail="running the job's schedule again")
+        done = replay_job_file(job, source)
+        history, verdict = done.history, done.verdict
+        details = {"subject": done}
+    else:
+        from harness.engine import Replay, replay
+
+        spec = Replay.load(source)
+        live.step(detail="running the schedule again")
+        history, verdict = replay(spec)
+        details = {
+            "schedule": spec.schedule,
+            "seed": spec.seed,
+            "replay_command": f"python -m harness replay {source}",
+            "processor": spec.processor,
+            "backend": spec.backend,
+        }
+    return history, verdict, details

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from harness._shown import shown
+from harness._usage import did_you_mean
 from harness.cli._common import (
     EXIT_INVALID,
     EXIT_OK,
@@ -119,15 +120,31 @@ def _scenarios(args: argparse.Namespace) -> list[Scenario] | None:
         if name not in scenarios:
             if ":" in target and len(args.targets) == 1:
                 return None  # MODULE:FUNCTION
-            raise ConfigError(
-                f"unknown scenario {shown(name)}; the scenarios are {', '.join(scenarios)} "
-                "(or give your processor as MODULE:FUNCTION with --guarantee)"
-            )
+            raise ConfigError(_unknown_scenario(target, list(scenarios)))
         scenario = scenarios[name]
         if variant:
             scenario = dataclasses.replace(scenario, variants=(scenario.variant(variant),))
         chosen.append(scenario)
     return chosen
+
+
+def _unknown_scenario(target: str, names: list[str]) -> str:
+    """What to say of a target that names no scenario: the scenario meant, or, for what
+    looks like a dotted path to a function, the ``MODULE:FUNCTION`` form a processor takes."""
+    name = target.partition(":")[0]
+    module, dot, function = target.rpartition(".")
+    if function == "py" and module and ":" not in target:  # a file: batcher.py
+        module, function = module.replace("/", ".").removeprefix("."), "FUNCTION"
+    if dot and module and function.isidentifier() and ":" not in target:
+        return (
+            f"unknown scenario {shown(target)}: to run your processor, give it as "
+            f"MODULE:FUNCTION with --guarantee, e.g. {shown(f'{module}:{function}')}; the "
+            "scenarios are listed by `python -m harness list`"
+        )
+    return (
+        f"unknown scenario {shown(name)}{did_you_mean(name, names)}; the scenarios are "
+        f"{', '.join(names)} (or give your processor as MODULE:FUNCTION with --guarantee)"
+    )
 
 
 def main(args: argparse.Namespace) -> int:

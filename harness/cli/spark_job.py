@@ -15,12 +15,12 @@ import argparse
 import dataclasses
 import importlib
 import shlex
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness._usage import UsageParser, wants_json
 from harness.check import Status
 from harness.errors import ConfigError, HarnessError
 
@@ -180,14 +180,18 @@ def main(argv: Sequence[str]) -> int:
     argv = list(argv)
     cut = argv.index("--") if "--" in argv else len(argv)
     ours, app_args = argv[:cut], argv[cut + 1 :]
-    parser = argparse.ArgumentParser(prog="python -m harness spark-job")
+    parser = UsageParser(
+        prog="python -m harness spark-job",
+        passes_on="python -m harness spark-job JOB --guarantee ... --input ...",
+    )
     add_arguments(parser)
     try:
-        args = parser.parse_args(ours)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    try:
+        try:
+            args = parser.parse_args(ours)
+        except SystemExit as exc:  # --help
+            return int(exc.code or 0)
         return run(args, app_args, argv)
     except HarnessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        from harness.report.errors import show_error
+
+        return show_error(exc, command="spark-job", json_output=wants_json(ours))

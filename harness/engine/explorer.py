@@ -27,6 +27,7 @@ from harness._output import writable
 from harness._progress import Stage, Tick, notify
 from harness._shown import shown
 from harness.check import Guarantee, Status, Verdict
+from harness.engine.loading import SearchSkipped, loading_script
 from harness.engine.replay_file import DEFAULT_FAILURES_DIR, Replay
 from harness.engine.reruns import rerun
 from harness.engine.results import CounterexampleFound, Exploration, Failure
@@ -98,6 +99,8 @@ def explore(
     from harness.faults.kinds import fault_set
     from harness.search.profiles import profile
 
+    if loading_script():  # a script loaded for a replay: its own search does not run
+        raise SearchSkipped
     defaults = profile(None)
     guarantee = as_guarantee(guarantee)
     limit = run_budget(budget)

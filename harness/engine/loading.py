@@ -55,8 +55,15 @@ def load_processor(path: str, file: str | None = None) -> Processor:
         try:
             obj = getattr(obj, part)
         except AttributeError:
+            skipped = getattr(module, "__harness_search_skipped__", False)
             raise ConfigError(
                 f"module {shown(module_name)} has no processor {shown(qualname)}; check the name"
+                + (
+                    "; a replay runs the script only up to its own explore() call: define "
+                    "the processor above it, or call explore() under if __name__ == '__main__'"
+                    if skipped
+                    else ""
+                )
             ) from None
     if not callable(obj):
         raise ConfigError(f"processor {shown(path)} is {shown(obj)}, not callable")
@@ -83,8 +90,26 @@ def _is_file(file: str) -> bool:
         return False
 
 
+class SearchSkipped(BaseException):
+    """Raised by ``explore`` called while a script is loaded for a replay: the script's own
+    search ends its execution there (what it defined so far is kept)."""
+
+
+_LOADING_SCRIPTS: list[int] = []
+"""The threads loading a script for a replay (:func:`_load_file`), one entry a script."""
+
+
+def loading_script() -> bool:
+    """Whether this thread is executing a script loaded for a replay (``explore`` then
+    raises :class:`SearchSkipped` instead of searching)."""
+    return threading.get_ident() in _LOADING_SCRIPTS
+
+
 def _load_file(module_name: str, file: str) -> Any:
-    """Execute the processor's source file as a module of its own."""
+    """Execute the processor's source file as a module of its own: never as ``__main__``,
+    and a search it starts at module level (``explore(...)`` outside an ``if __name__``
+    guard) ends its execution there instead of running (the replay runs one schedule, it
+    does not search again nor write another failure file)."""
     loaded_name = "_harness_replayed_" + Path(file).stem
     spec = importlib.util.spec_from_file_location(loaded_name, file)
     if spec is None or spec.loader is None:
@@ -92,8 +117,18 @@ def _load_file(module_name: str, file: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.modules[loaded_name] = module
     loader = spec.loader
+
+    def execute() -> None:
+        _LOADING_SCRIPTS.append(threading.get_ident())
+        try:
+            loader.exec_module(module)
+        except SearchSkipped:
+            setattr(module, "__harness_search_skipped__", True)  # noqa: B010
+        finally:
+            _LOADING_SCRIPTS.remove(threading.get_ident())
+
     try:
-        _guarded(file, lambda: loader.exec_module(module))
+        _guarded(file, execute)
     except BaseException:
         del sys.modules[loaded_name]
         raise

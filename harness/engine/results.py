@@ -58,7 +58,7 @@ class Failure:
             f"shrunk schedule ({len(self.schedule)} steps; first failure at schedule "
             f"{self.first_failure_example} after {self.first_failure_seconds:.2f} s, "
             f"{self.examples} schedules run in all):",
-            self.schedule.describe(),
+            self.schedule.describe(self.history.meta.extra.get("stops")),
             f"schedule JSON: {self.schedule.dumps()}",
             f"coverage: {self.coverage.summary()}",
             f"seed: {self.seed}  (explore(..., seed={self.seed}) repeats this search)",

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from harness._shown import shown
+from harness._usage import did_you_mean
 from harness.errors import ConfigError
 
 __all__ = ["ALL_FAULTS", "Fault", "fault_set"]
@@ -51,7 +52,9 @@ def fault_set(faults: Iterable[Fault | str] | None) -> frozenset[Fault]:
         try:
             chosen.add(Fault(fault))
         except ValueError:
+            names = sorted(f.value for f in Fault)
             raise ConfigError(
-                f"unknown fault {shown(fault)}; choose from {sorted(f.value for f in Fault)}"
+                f"unknown fault {shown(fault)}{did_you_mean(str(fault), names)}; choose from "
+                f"{names}"
             ) from None
     return frozenset(chosen)

@@ -322,11 +322,16 @@ class Schedule:
     def loads(cls, text: str | bytes) -> Schedule:
         return cls.from_json(text)
 
-    def describe(self) -> str:
-        """One step per line, numbered, for humans."""
+    def describe(self, stops: Mapping[Any, str] | None = None) -> str:
+        """One step per line, numbered, for humans. ``stops`` (a history's
+        ``meta.extra["stops"]``: step index -> where that run step stopped) ends a run
+        step's line with the call it stopped before, where the faults after it land."""
+        stops = stops if isinstance(stops, Mapping) else {}
         lines = []
         for i, step in enumerate(self.steps):
             args = ", ".join(f"{f.name}={getattr(step, f.name)!r}" for f in fields(step))
-            lines.append(f"{i:3d}. {type(step).__name__}({args})")
+            stop = stops.get(str(i))
+            where = f"  # {stop}" if isinstance(stop, str) else ""
+            lines.append(f"{i:3d}. {type(step).__name__}({args}){where}")
         lines.append("     drain" if self.drain else "     (no drain)")
         return "\n".join(lines)

@@ -240,8 +240,9 @@ class StreamSchedule:
             drain=drain,
         )
 
-    def describe(self) -> str:
-        """One step per line, numbered, for humans."""
+    def describe(self, stops: Mapping[Any, str] | None = None) -> str:
+        """One step per line, numbered, for humans (``stops``, where a simulated run's steps
+        left its instance, has no meaning for a streaming schedule and is ignored)."""
         lines = []
         for i, step in enumerate(self.steps):
             args = ", ".join(

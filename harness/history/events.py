@@ -25,7 +25,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Final
+from typing import Any, Final, TypeVar
+
+from harness._shown import shown
+from harness._usage import did_you_mean
+from harness.errors import ConfigError
 
 __all__ = [
     "EVENT_FIELDS",
@@ -290,12 +294,30 @@ class SinkSpec:
     def from_json(cls, data: Mapping[str, Any]) -> SinkSpec:
         aggregate = data.get("aggregate")
         return cls(
-            kind=SinkKind(data["kind"]),
+            kind=_member(SinkKind, data["kind"], "sink kind"),
             ordered=bool(data.get("ordered", False)),
-            aggregate=None if aggregate is None else Aggregate(aggregate),
+            aggregate=None if aggregate is None else _member(Aggregate, aggregate, "aggregate"),
             upsert=bool(data.get("upsert", False)),
-            isolation=Isolation(data.get("isolation", Isolation.READ_COMMITTED.value)),
+            isolation=_member(
+                Isolation, data.get("isolation", Isolation.READ_COMMITTED.value), "isolation"
+            ),
         )
+
+
+_E = TypeVar("_E", bound=enum.Enum)
+
+
+def _member(enum_type: type[_E], value: object, what: str) -> _E:
+    """``enum_type(value)``, or a :class:`ConfigError` naming the valid values and the one
+    probably meant."""
+    try:
+        return enum_type(value)
+    except ValueError:
+        names = [str(member.value) for member in enum_type]
+        raise ConfigError(
+            f"unknown {what} {shown(value)}{did_you_mean(str(value), names)}; choose from "
+            f"{', '.join(names)}"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)

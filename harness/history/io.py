@@ -38,6 +38,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Final, NoReturn, TypeAlias
 
+from harness._progress import advance
 from harness._shown import one_line, shown
 from harness.errors import ConfigError, CorruptData, MissingDependency
 from harness.history.events import (
@@ -76,6 +77,7 @@ __all__ = [
     "dumps_jsonl",
     "history_arrow_schema",
     "loads_jsonl",
+    "parquet_to_jsonl",
     "read_history",
     "read_jsonl",
     "read_parquet",
@@ -107,6 +109,8 @@ _PARQUET_INSTALL: Final = "pip install 'stream-harness[parquet]'"
 _ROW_GROUP_ROWS: Final = 1_000_000
 _BATCH_ROWS: Final = 65_536
 _SEPARATORS: Final = (",", ":")
+_READING: Final = "reading the history"
+"""What the progress meter is told while a history is read."""
 
 
 # ------------------------------------------------------------------------------- dispatch
@@ -212,22 +216,59 @@ def _jsonl_bytes(history: History, *, checksum: bool = True) -> Iterator[bytes]:
     the checksum line last."""
     header = _checked_header(history)
     _check_events(history.events)
+    return _jsonl_lines(header, history.events, checksum=checksum)
 
-    def lines() -> Iterator[bytes]:
-        digest = JsonlDigest()
-        line = f'{{"history":{header}}}\n'.encode()
-        digest.add(line)
-        yield line
-        for event in history.events:
-            row = json.dumps(event.to_row(), separators=_SEPARATORS, ensure_ascii=False)
-            line = (row + "\n").encode()
-            if checksum:
-                digest.add(line)
-            yield line
+
+def _jsonl_lines(header: str, events: Iterable[Event], *, checksum: bool) -> Iterator[bytes]:
+    """The lines of a JSONL history of checked ``header`` text and ``events``."""
+    digest = JsonlDigest()
+    line = f'{{"history":{header}}}\n'.encode()
+    digest.add(line)
+    yield line
+    for event in events:
+        row = json.dumps(event.to_row(), separators=_SEPARATORS, ensure_ascii=False)
+        line = (row + "\n").encode()
         if checksum:
-            yield jsonl_trailer(digest).encode()
+            digest.add(line)
+        yield line
+    if checksum:
+        yield jsonl_trailer(digest).encode()
 
-    return lines()
+
+def parquet_to_jsonl(source: _Path, target: _Path) -> int:
+    """Write the Parquet history ``source`` as the JSONL history ``target`` (replaced
+    atomically), a batch of rows at a time: memory stays bounded whatever the size, and the
+    file is the one :func:`write_jsonl` writes for the same history. Returns the number of
+    events. Errors as :func:`read_parquet`'s (its checksum is not verified: convert files
+    you wrote)."""
+    name = os.fspath(source)
+    pa, pq = _pyarrow()
+    with open(source, "rb") as stream:
+        try:
+            parquet = pq.ParquetFile(stream)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise unreadable(name, f"not a Parquet file ({one_line(exc)})") from exc
+        meta, _ = _parquet_header(parquet.schema_arrow, name)
+        _check_parquet_columns(pa, parquet.schema_arrow, name)
+        header = _checked_header(History(meta=_current(meta), events=()))
+        total = parquet.metadata.num_rows
+        written = [0]
+
+        def events() -> Iterator[Event]:
+            batches = parquet.iter_batches(
+                batch_size=_BATCH_ROWS, columns=list(EVENT_FIELDS), use_threads=False
+            )
+            for batch in batches:
+                chunk: list[Event] = []
+                _add_events(chunk, [batch], name)
+                _check_events(chunk)
+                yield from chunk
+                written[0] += len(chunk)
+                advance("writing JSONL", written[0], total)
+
+        with _atomic_target(target) as tmp, open(tmp, "wb") as out:
+            out.writelines(_jsonl_lines(header, events(), checksum=True))
+    return written[0]
 
 
 def _text_lines(text: str) -> Iterator[str]:
@@ -278,6 +319,8 @@ def _parse_jsonl(lines: Iterable[str | bytes], source: str, checksum: ChecksumPo
         if "history" in obj:
             raise CorruptData(f"{where}: a second header; only line 1 may hold the header")
         events.append(_event_from_row(obj, where))
+        if lineno % _BATCH_ROWS == 0:
+            advance(_READING, len(events), None)
     if meta is None:
         raise CorruptData(
             f"{source}: missing header: the file is empty, expected a first line "
@@ -457,7 +500,7 @@ def read_parquet(path: _Path, *, checksum: ChecksumPolicy = "verify") -> History
                         source,
                         f"row group {group} (from row {len(events)}) does not match its checksum",
                     )
-                _add_events(events, batches, source)
+                _add_events(events, batches, source, parquet.metadata.num_rows)
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise unreadable(
                 source,
@@ -466,13 +509,17 @@ def read_parquet(path: _Path, *, checksum: ChecksumPolicy = "verify") -> History
     return History(meta=_current(meta), events=tuple(events))
 
 
-def _add_events(events: list[Event], batches: Iterable[Any], source: str) -> None:
-    """Append the events of the rows of ``batches`` (record batches of a history file)."""
+def _add_events(
+    events: list[Event], batches: Iterable[Any], source: str, total: int | None = None
+) -> None:
+    """Append the events of the rows of ``batches`` (record batches of a history file of
+    ``total`` rows), telling the progress meter after each batch."""
     for batch in batches:
         columns = [batch.column(name).to_pylist() for name in EVENT_FIELDS]
         for values in zip(*columns, strict=True):
             where = f"{source}: row {len(events)} (0-based)"
             events.append(_event_from_row(dict(zip(EVENT_FIELDS, values, strict=True)), where))
+        advance(_READING, len(events), total)
 
 
 def _pyarrow(

@@ -9,11 +9,11 @@ and has no effect on a simulated run.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from harness._usage import close_matches
 from harness.kafka._errors import NotModelled
 
 __all__ = ["ClientConfig", "parse_config"]
@@ -145,7 +145,7 @@ def _choice(name: str, value: object, choices: Mapping[str, str]) -> str:
 
 
 def _unknown(name: str) -> ConfigProblem:
-    close = difflib.get_close_matches(name, sorted(PROPERTIES), n=1)
+    close = close_matches(name, sorted(PROPERTIES))
     hint = f' (did you mean "{close[0]}"?)' if close else ""
     return ConfigProblem(f'No such configuration property: "{name}"{hint}')
 

@@ -13,12 +13,11 @@ guarantee held, 1 it does not, 2 it could not be shown or a usage error.
 from __future__ import annotations
 
 import argparse
-import difflib
 import shlex
-import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
+from harness._usage import UsageParser, wants_json
 from harness.check import Status
 from harness.effects.sources import load_named
 from harness.errors import ConfigError, HarnessError
@@ -253,13 +252,13 @@ def _replay(args: argparse.Namespace, app: Any) -> int:
     import harness
 
     spec = harness.Replay.load(args.replay)
-    _, verdict = harness.run_once(app, spec.schedule, args.guarantee, topology=app.topology)
+    history, verdict = harness.run_once(app, spec.schedule, args.guarantee, topology=app.topology)
     if args.json:
         _print_json(args, app, verdict.status, verdict.summary().splitlines()[0], [], spec)
     else:
         print("\n".join(_heading(app)))
         print(verdict.summary())
-        print(spec.schedule.describe())
+        print(spec.schedule.describe(history.meta.extra.get("stops")))
     return {Status.VALID: 0, Status.INVALID: 1}.get(verdict.status, 2)
 
 
@@ -388,41 +387,15 @@ def run(args: argparse.Namespace, app_args: Sequence[str], argv: Sequence[str]) 
     return _explore(args, app, argv)
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors name the option meant (``--inptu``: did you mean ``--input``?) and say
-    where the application's own arguments go."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {message}{_hint(self, message)}\n")
-
-
-def _hint(parser: argparse.ArgumentParser, message: str) -> str:
-    prefix = "unrecognized arguments: "
-    if not message.startswith(prefix):
-        return ""
-    words = message[len(prefix) :].split()
-    options = sorted(parser._option_string_actions)
-    for word in words:
-        if word.startswith("--"):
-            close = difflib.get_close_matches(word.split("=")[0], options, n=1, cutoff=0.8)
-            if close:
-                return f" (did you mean {close[0]}?)"
-    return (
-        "; the application's own arguments go after '--': python -m harness kafka APP "
-        f"--guarantee ... --input ... -- {shlex.join(words)}"
-    )
-
-
 def _unknown_options(parser: argparse.ArgumentParser, words: Sequence[str]) -> list[str]:
-    """The ``--options`` in ``words`` that are not the parser's (nor a prefix of one)."""
-    options = list(parser._option_string_actions)
+    """The ``--options`` in ``words`` that are not the parser's, with their values."""
+    options = parser._option_string_actions
     unknown: list[str] = []
     taking = False
     for word in words:
         name = word.split("=")[0]
         if name.startswith("-"):
-            taking = name.startswith("--") and not any(o.startswith(name) for o in options)
+            taking = name.startswith("--") and name not in options
             if taking:
                 unknown.append(word)
         elif taking:  # its value, as the user meant it for the application
@@ -435,20 +408,22 @@ def main(argv: Sequence[str]) -> int:
     argv = list(argv)
     cut = argv.index("--") if "--" in argv else len(argv)
     ours, app_args = argv[:cut], argv[cut + 1 :]
-    parser = _Parser(
+    parser = UsageParser(
         prog="python -m harness kafka",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
+        passes_on="python -m harness kafka APP --guarantee ... --input ...",
     )
     add_arguments(parser)
-    unknown = _unknown_options(parser, ours)
     try:
+        unknown = _unknown_options(parser, ours)
         if unknown:  # before argparse names a required option they were meant to be
-            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-        args = parser.parse_args(ours)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    try:
+            parser.refuse(unknown)
+        try:
+            args = parser.parse_args(ours)
+        except SystemExit as exc:  # --help
+            return int(exc.code or 0)
         return run(args, app_args, argv)
     except HarnessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        from harness.report.errors import show_error
+
+        return show_error(exc, command="kafka", json_output=wants_json(ours))

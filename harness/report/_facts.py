@@ -327,6 +327,18 @@ def history_stats(history: History) -> dict[str, Any]:
     }
 
 
+def stops_of(facts: ReportFacts) -> Mapping[str, str] | None:
+    """Where the schedule's run steps stopped (the history's ``extra["stops"]``: step index
+    -> the call it stopped before), when the history is a run of the reported schedule."""
+    if facts.history is None or facts.schedule is None:
+        return None
+    extra = facts.history.meta.extra
+    stops = extra.get("stops")
+    if not isinstance(stops, Mapping) or extra.get("schedule") != facts.schedule.to_json():
+        return None
+    return stops
+
+
 def stats_of(facts: ReportFacts) -> Mapping[str, Any] | None:
     """The history's summary numbers: gathered ones, or read now for facts built by hand."""
     if facts.stats is not None or facts.history is None:

@@ -37,6 +37,7 @@ from harness.report._facts import (
     headline,
     is_related,
     stats_of,
+    stops_of,
 )
 from harness.report._timeline import GLYPH, legend, overview, timeline
 from harness.report._timeline import lanes as timeline_lanes
@@ -293,7 +294,7 @@ def _anomaly_html(
     group: str, position: int, anomaly: Anomaly, history: History | None, tolerated: bool
 ) -> str:
     shown = len(anomaly.witnesses)
-    more = f" (showing {shown})" if shown < anomaly.count else ""
+    more = f" (showing {shown} of {anomaly.count})" if shown < anomaly.count else ""
     cls = "anomaly tolerated" if tolerated else "anomaly"
     out = [
         f'<article class="{cls}" data-kind="{anomaly.kind.value}">'
@@ -504,7 +505,7 @@ def _run_again(facts: ReportFacts) -> list[str]:
     if facts.schedule is not None:
         parts.append(
             f'<section id="schedule" class="panel"><h2>Schedule ({len(facts.schedule)} '
-            f"steps)</h2><pre>{_e(facts.schedule.describe())}</pre></section>"
+            f"steps)</h2><pre>{_e(facts.schedule.describe(stops_of(facts)))}</pre></section>"
         )
     if facts.replay_command is not None or facts.seed is not None:
         parts.append('<section id="replay" class="panel"><h2>Run it again</h2>')

@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from harness._closing import Closing
-from harness._progress import Stage, Tick
+from harness._progress import Amount, Stage, Tick
 from harness.check.verdict import AnomalyKind
 
 if TYPE_CHECKING:
@@ -195,9 +195,11 @@ class LiveProgress(Closing):
         *,
         completed: int | None = None,
         detail: str | None = None,
+        now: bool = False,
     ) -> None:
-        """Say what is being done now, how many units are done, and a short detail."""
-        changed = description is not None and description != self._description
+        """Say what is being done now, how many units are done, and a short detail (drawn at
+        once with ``now``, as when the description changes, else at most every 0.1 s)."""
+        changed = now or (description is not None and description != self._description)
         if description is not None:
             self._description = description
         if completed is not None:
@@ -215,6 +217,12 @@ class LiveProgress(Closing):
             self.step(completed=tick.schedules, detail=detail)
         else:  # a matrix cell: its search shows as the detail
             self.step(detail=f"{tick.schedules} schedules, {detail}")
+
+    def amount(self, amount: Amount) -> None:
+        """A long step's amount (install it with ``harness._progress.metering``): the
+        line counts that step's units."""
+        self._total, self._units = amount.total, amount.units
+        self.step(completed=amount.done, detail=amount.what)
 
     def log(self, line: str) -> None:
         """A line of its own: above the live line on a terminal, else plain to the stream."""

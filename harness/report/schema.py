@@ -229,6 +229,8 @@ OUTPUT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
         "coverage",
         "problems",
     ),
+    "generate": ("path", "events", "records", "planted", "expected"),
+    "error": ("for_command", "error_type", "usage", "suggestions"),
 }
 """Each command's keys after the common ones (``harness_output``, ``command``, ``status``,
 ``summary``); every one is present in its output, ``null`` when it does not apply."""
@@ -273,6 +275,41 @@ _OUTPUT_PROPERTIES: Final[dict[str, Any]] = {
         },
     },
     "runs": {"type": "object", "additionalProperties": {"$ref": "#/$defs/verdict"}},
+    "path": {"type": "string", "description": "the file written"},
+    "events": {"type": "integer", "minimum": 0},
+    "records": {"type": "integer", "minimum": 0},
+    "planted": {
+        "type": "object",
+        "description": "anomaly kind -> the record ids (or 'key kN') planted",
+        "additionalProperties": _strings(),
+    },
+    "expected": {
+        "type": "object",
+        "description": "guarantee -> what every checker must find in the file",
+        "additionalProperties": {
+            "type": "object",
+            "required": ["status", "anomalies", "tolerated"],
+            "properties": {
+                "status": {"enum": [status.value for status in Status]},
+                "anomalies": {"type": "object", "additionalProperties": {"type": "integer"}},
+                "tolerated": {"type": "object", "additionalProperties": {"type": "integer"}},
+            },
+        },
+    },
+    "for_command": {
+        "type": ["string", "null"],
+        "description": "the command the refused command line named (null: none)",
+    },
+    "error_type": {"type": "string", "description": "the error's class, e.g. UsageError"},
+    "usage": {
+        "type": ["string", "null"],
+        "description": "the command's usage text, for an error in its arguments",
+    },
+    "suggestions": {
+        "type": "array",
+        "description": "what was probably meant (a flag, a command, a choice)",
+        "items": {"type": "string"},
+    },
     "cells": {
         "type": "array",
         "items": {

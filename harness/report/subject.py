@@ -8,6 +8,7 @@ verdict checked by hand (a stored history, a replay).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, final
 
@@ -83,7 +84,7 @@ class ReportedSchedule(Protocol):
 
     def __len__(self) -> int: ...
 
-    def describe(self) -> str: ...
+    def describe(self, stops: Mapping[Any, str] | None = None) -> str: ...
 
     def dumps(self) -> str: ...
 

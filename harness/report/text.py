@@ -8,12 +8,20 @@ garble the terminal nor forge a line of the report.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
 from harness.check.verdict import Anomaly, Status, Verdict
 from harness.errors import ConfigError
 from harness.history.events import History
-from harness.report._facts import ReportFacts, as_facts, event_line, headline, stats_of
+from harness.report._facts import (
+    ReportFacts,
+    as_facts,
+    event_line,
+    headline,
+    stats_of,
+    stops_of,
+)
 from harness.report.subject import Reported, ReportedSchedule
 
 __all__ = ["SCHEDULE_STEPS", "WITNESS_EVENTS", "render_text"]
@@ -76,7 +84,7 @@ def _anomaly_lines(
     anomaly: Anomaly, history: History | None, paint: _Paint, code: str
 ) -> list[str]:
     shown = len(anomaly.witnesses)
-    more = f" (showing {shown})" if shown < anomaly.count else ""
+    more = f" (showing {shown} of {anomaly.count})" if shown < anomaly.count else ""
     lines = [f"  {paint(code, anomaly.kind.value)} x{anomaly.count}{more}"]
     for witness in anomaly.witnesses:
         lines.append(f"    {_ascii(witness.summary())}")
@@ -92,8 +100,8 @@ def _anomaly_lines(
     return lines
 
 
-def _schedule_lines(schedule: ReportedSchedule) -> list[str]:
-    steps = schedule.describe().splitlines()
+def _schedule_lines(schedule: ReportedSchedule, stops: Mapping[str, str] | None) -> list[str]:
+    steps = schedule.describe(stops).splitlines()
     lines = [f"schedule ({len(schedule)} steps):"]
     if len(schedule) <= SCHEDULE_STEPS:
         lines.extend(f"  {_ascii(line)}" for line in steps)
@@ -143,7 +151,7 @@ def _render(facts: ReportFacts, paint: _Paint) -> str:
             )
         )
     if facts.schedule is not None:
-        lines.extend(_schedule_lines(facts.schedule))
+        lines.extend(_schedule_lines(facts.schedule, stops_of(facts)))
     if facts.seed is not None:
         lines.append(f"seed: {facts.seed}")
     if facts.coverage is not None:

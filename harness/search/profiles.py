@@ -13,6 +13,7 @@ from typing import Final
 
 from harness._budget import DEFAULT_RUN_BUDGET, RunBudget
 from harness._shown import shown
+from harness._usage import did_you_mean
 from harness.errors import ConfigError
 
 __all__ = ["DEFAULT_PROFILE", "PROFILES", "Profile", "profile"]
@@ -57,5 +58,6 @@ def profile(name: str | Profile | None = None) -> Profile:
         return PROFILES[name]
     except KeyError:
         raise ConfigError(
-            f"unknown harness profile {shown(name)}; choose one of {', '.join(PROFILES)}"
+            f"unknown harness profile {shown(name)}{did_you_mean(str(name), PROFILES)}; choose "
+            f"one of {', '.join(PROFILES)}"
         ) from None

@@ -112,6 +112,7 @@ class Instance:
         "lost_acks",
         "machine",
         "number",
+        "pending",
         "picks",
         "readers",
         "refusals",
@@ -130,6 +131,8 @@ class Instance:
         self.machine = machine
         """The machine it runs on (see :mod:`harness.sim.unsynced`)."""
         self.budget = 0
+        self.pending = ""
+        """The call it is paused before, its budget spent (``offsets.commit``), else ``""``."""
         self.dead = False
         self.refusals = 0
         self.released = False
@@ -182,6 +185,10 @@ class Simulator:
         """The last fault point reached (its call is number ``calls``): by which instance,
         what it was."""
         self.last_error = ""
+        self.stops: dict[int, str] = {}
+        """Where each run step that spent its calls stopped, by step index: ``instance 1
+        stopped before call 9 (offsets.commit)`` (the history's ``extra["stops"]``)."""
+        self._step_index = 0
 
     # -- called from instances (through Context) ---------------------------------------------
 
@@ -193,7 +200,9 @@ class Simulator:
         if greenlet.getcurrent() is inst.greenlet:
             while inst.budget <= 0:  # a Run(0) resumes it with nothing to spend: pause again
                 inst.state = _PAUSED
+                inst.pending = point
                 self._main.switch()
+                inst.pending = ""
                 if inst.dead:
                     self._refuse(inst)
             inst.budget -= 1
@@ -431,7 +440,8 @@ class Simulator:
             world.resend(world.partition_at(step.partition), step.count)
         elif isinstance(step, Run):
             # with nothing running, running means starting a fresh instance first
-            self._resume(active or self._start(), step.calls)
+            self._resume(active := active or self._start(), step.calls)
+            self._note_stop(active)
         elif isinstance(step, Crash):
             if active is not None:
                 self._crash(active, step.machine, step.keep)
@@ -466,10 +476,19 @@ class Simulator:
             live = [z for z in self.zombies if z.state != _DONE]
             if live:
                 self._resume(live[0], step.calls)
+                self._note_stop(live[0])
         elif isinstance(step, Truncate):
             world.truncate(world.partition_at(step.partition), step.upto)
         else:  # pragma: no cover - Schedule rejects anything else
             raise AssertionError(step)
+
+    def _note_stop(self, inst: Instance) -> None:
+        """After a run step: the call ``inst`` stopped before, its calls spent (what a crash
+        or any other fault the next steps arm lands before), for :attr:`stops`."""
+        if inst.pending and not inst.dead and self.halted is None:
+            self.stops[self._step_index] = (
+                f"instance {inst.number} stopped before call {self.calls + 1} ({inst.pending})"
+            )
 
     def _progress(self) -> tuple[int, ...]:
         """A fingerprint of everything the drain waits to settle."""
@@ -576,7 +595,7 @@ class Simulator:
 
     def _play(self, schedule: Schedule) -> str:
         self._start()
-        for step in schedule.steps:
+        for self._step_index, step in enumerate(schedule.steps):
             if self._stopping():
                 return self.halted or ""
             self._step(step)
@@ -641,6 +660,7 @@ def simulate(
                 "backend": backend,
                 "topology": topology.to_json(),
                 "schedule": schedule.to_json(),
+                **({"stops": {str(i): stop for i, stop in sim.stops.items()}} if sim.stops else {}),
             },
         )
     finally:

@@ -28,6 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(
         prog="spark-submit harness/spark/job.py",
+        allow_abbrev=False,
         description="Check history Parquet files with the Spark checker. Exit code: 0 VALID, "
         "1 INVALID, 2 UNKNOWN or an error.",
     )

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, final
 
+from harness._progress import advance
 from harness.check.policy import breaks
 from harness.check.verdict import AnomalyKind, Guarantee, Status
 from harness.errors import ConfigError
@@ -284,9 +285,12 @@ def _write_replacing(
     os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
     tmp = os.path.join(os.path.dirname(target) or ".", f".{os.path.basename(target)}.tmp")
     writer = pq.ParquetWriter(tmp, schema, **PARQUET_WRITER_OPTIONS)
+    rows = 0
     try:
         for table in tables:
             writer.write_table(table, row_group_size=row_group_size)
+            rows += table.num_rows
+            advance("writing the history", rows, None)  # a meter (harness._progress) sees it
     except BaseException:
         writer.close()
         os.unlink(tmp)

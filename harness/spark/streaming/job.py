@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
+from harness._usage import did_you_mean
 from harness.errors import ConfigError, MissingDependency
 from harness.faults.streams import (
     CrashHow,
@@ -137,9 +138,10 @@ class JobSink:
         if kind == "console" and not rest:
             return cls("console", "")
         if kind not in _SINK_KINDS or not rest:
+            hint = did_you_mean(kind, (*_SINK_KINDS, "console")) if kind not in _SINK_KINDS else ""
             raise ConfigError(
                 f"sink {spec!r:.80} must be kafka:TOPIC, files:PATH, sqlite:DB:TABLE, "
-                "lines:GLOB, table:NAME or console"
+                f"lines:GLOB, table:NAME or console{hint}"
             )
         if kind == "sqlite":
             location, _, table = rest.rpartition(":")
