@@ -188,11 +188,18 @@ class Runtime:
         """A fault point: the client is about to call the cluster (``point`` names the call
         for reports; default: the client method that calls this)."""
         name = point or f"kafka.{sys._getframe(1).f_code.co_name}"
-        switching(self.sim.enter, self.loops.loops, self.inst, name)
+        switching(self.sim.enter, self.loops.loops, self.inst, name, idle=self._idle)
         if self.background:
             work, self.background = self.background, []
             for job in work:
                 job()
+
+    def _idle(self, loop: Any) -> None:
+        """The instance's event loop would wait for ever: wait for input instead (a
+        settled run's shutdown reaches it as SIGTERM, :mod:`harness.kafka.aio`)."""
+        from harness.kafka.aio import park_loop
+
+        park_loop(self, loop)
 
     def park(self) -> None:
         """Wait for input; the simulator resumes the instance on the next run step."""
@@ -227,6 +234,8 @@ class Broker:
         """Topics an admin client created during the run, and their partition counts."""
         self.reset_once: set[str] = set()
         """Partitions whose position an offset reset has resolved at least once."""
+        self.generations: dict[str, int] = {}
+        """Each consumer group's generation: one more each time a subscriber joins."""
         self.effects: EffectSession | None = None
         if wiring.effects:
             self.effects = EffectSession(wiring.effects, _effect_point, _wait_turn)
@@ -353,6 +362,11 @@ class Broker:
             dlsn=None if dlsn is None else dlsn.serialize(),
         )
         return offset
+
+    def join(self, group: str) -> int:
+        """A consumer subscribed: the group's next generation (the one it is a member of)."""
+        generation = self.generations[group] = self.generations.get(group, 0) + 1
+        return generation
 
     def _dlsn(self, name: str, offset: int, call: str) -> DLSN:
         dlsns = self.world.dlsns[name]
