@@ -14,6 +14,7 @@ after its fault point (:meth:`Runtime.enter`).
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -234,6 +235,9 @@ class Broker:
         """Topics an admin client created during the run, and their partition counts."""
         self.reset_once: set[str] = set()
         """Partitions whose position an offset reset has resolved at least once."""
+        self.notes: set[str] = set()
+        """What the run noticed that explains a verdict (a subscription matching no topic);
+        the application's :meth:`~harness.kafka.KafkaApp.hints` show them."""
         self.generations: dict[str, int] = {}
         """Each consumer group's generation: one more each time a subscriber joins."""
         self.effects: EffectSession | None = None
@@ -266,6 +270,32 @@ class Broker:
             f"it is not an input topic of this run (inputs: {list(self.wiring.inputs)}); "
             "declare it with --input",
         )
+
+    def matching(self, pattern: str, call: str, *, anchored: bool) -> list[str]:
+        """The input topics a regex subscription matches (``anchored``: ``re.match``, as
+        kafka-python and aiokafka; else ``re.search``, as librdkafka's ``^...`` entries). A
+        match that is not an input topic cannot be read (``NotModelled``); no match at all is
+        what the consumer gets (nothing to read), noted for the report."""
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"{call}: invalid regular expression {pattern!r}: {exc}") from None
+        topics = sorted(self.topics())
+        found = [t for t in topics if (regex.match if anchored else regex.search)(t)]
+        other = [t for t in found if t not in self.wiring.inputs]
+        if other:
+            raise NotModelled(
+                f"{call} matching topic {other[0]!r}",
+                f"consumers read the input topics only (inputs: {list(self.wiring.inputs)}); "
+                "narrow the pattern or declare the topic with --input",
+            )
+        if not found:
+            self.notes.add(
+                f"the application subscribed to the pattern {pattern!r}, which matched no "
+                f"topic, so it read nothing; the cluster's topics are {', '.join(topics)} "
+                f"(its input topics, --input: {', '.join(self.wiring.inputs)})"
+            )
+        return found
 
     def name(self, topic: str, partition: int, call: str) -> str:
         count = self.partitions_of(topic, call)

@@ -192,11 +192,15 @@ class Consumer:
     ) -> None:
         self._enter("subscribe")
         self._group("subscribe")
+        broker = self._rt.broker
+        resolved: list[str] = []
         for topic in topics:
-            if topic.startswith("^"):
-                raise NotModelled(f"subscribe([{topic!r}])", "regex subscriptions")
-            self._rt.broker.partitions_of(topic, "subscribe")
-        self._subscription = list(topics)
+            if topic.startswith("^"):  # librdkafka's regex subscription, matched once
+                resolved += broker.matching(topic, f"subscribe([{topic!r}])", anchored=False)
+            else:
+                broker.partitions_of(topic, "subscribe")
+                resolved.append(topic)
+        self._subscription = list(dict.fromkeys(resolved))
         self._on_assign, self._on_revoke = on_assign, on_revoke
         self._assign_due = True
 

@@ -433,10 +433,13 @@ class AIOKafkaConsumer:
     # -- assignment (local: no call to the cluster) --------------------------------------
 
     def subscribe(self, topics: Any = (), pattern: str | None = None, listener: Any = None) -> None:
-        if pattern is not None:
-            raise NotModelled("AIOKafkaConsumer.subscribe(pattern=...)", "regex subscriptions")
         if isinstance(topics, str):
             topics = (topics,)
+        if bool(topics) == (pattern is not None):
+            raise ValueError("You should provide either `topics` or `pattern`")
+        if pattern is not None:
+            call = "AIOKafkaConsumer.subscribe(pattern=...)"
+            topics = self._rt.broker.matching(pattern, call, anchored=True)
         for topic in topics:
             self._rt.broker.partitions_of(topic, "subscribe")
         self._topics, self._assigned, self._listener = tuple(topics), None, listener

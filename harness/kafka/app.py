@@ -96,6 +96,15 @@ def _locate(target: object) -> _Target:
     return _Target(origin, module, attribute or None)
 
 
+def _label(given: object, target: _Target, argv: Sequence[str]) -> str:
+    """The application as reports name it: ``app.py``, ``app.py:main``, ``pkg.mod:main`` or
+    a function's ``module:name``, then ``-- ARGS`` when it has arguments."""
+    import shlex
+
+    where = given if isinstance(given, str) else f"{target.module}:{target.attribute}"
+    return f"{where} -- {shlex.join(argv)}" if argv else where
+
+
 def _check_topics(
     inputs: Sequence[str],
     outputs: Sequence[str],
@@ -331,6 +340,19 @@ class KafkaApp:
         self.__module__ = frame.f_globals.get("__name__", "__main__") if frame else "__main__"
         self.__qualname__ = name or (self._target.attribute or Path(self._target.file).stem)
         self.__name__ = self.__qualname__
+        self.harness_name = _label(target, self._target, self.app_args)
+        """What reports call the application: the target as given, and its arguments."""
+        self.notes: set[str] = set()
+        """What its runs noticed that explains a failure (see :meth:`hints`)."""
+
+    def hints(self, failure: object) -> list[str]:
+        """``hint: ...`` lines for a failure of this application (a ``harness.Failure``;
+        :mod:`harness.kafka.hints`): a subscription that matched no topic, a processor error
+        on the default payload's shape."""
+        from harness.kafka.hints import render
+
+        errors = getattr(failure, "processor_errors", ())
+        return render(self.notes, errors, self.wiring.encode)
 
     @property
     def lineage(self) -> str:
@@ -363,6 +385,7 @@ class KafkaApp:
 
     def __call__(self, ctx: Context) -> None:
         broker = Broker.of(ctx._sim.world, self.wiring)
+        broker.notes = self.notes
         rt = Runtime(ctx, broker)
         effects = broker.effects
         _Session.enter(

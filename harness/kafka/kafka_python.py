@@ -205,11 +205,13 @@ class KafkaConsumer:
 
     def subscribe(self, topics: Any = (), pattern: str | None = None, listener: Any = None) -> None:
         self._enter()
-        if pattern is not None:
-            raise NotModelled("KafkaConsumer.subscribe(pattern=...)")
+        broker = self._rt.broker
         if isinstance(topics, str):
             topics = (topics,)
-        broker = self._rt.broker
+        if bool(topics) == (pattern is not None):
+            raise IllegalStateError("You must choose only one way to configure your consumer")
+        if pattern is not None:
+            topics = broker.matching(pattern, "KafkaConsumer.subscribe(pattern=...)", anchored=True)
         self._subscription = tuple(topics)
         assignment = [
             (t, p, -1000)
