@@ -43,7 +43,7 @@ def _command(
 
 @pytest.mark.parametrize("function", ["confluent_regex", "kafka_python_regex", "aiokafka_regex"])
 def test_a_regex_subscription_reads_the_input_topics_it_matches(function: str) -> None:
-    app = KafkaApp(f"{APPS}:{function}", inputs=["orders"], effects=[_printed()])
+    app = KafkaApp(f"{APPS}:{function}", inputs=["orders"], effects=[_printed()], argv=["^ord.*"])
     _, verdict = harness.run_once(
         app, Schedule([Produce(count=3), Run(calls=30)]), "at-least-once", topology=app.topology
     )
