@@ -10,12 +10,15 @@ from confluent_kafka import Consumer
 from kafka import KafkaConsumer
 
 CONF = {"bootstrap.servers": "b:9092", "group.id": "g", "auto.offset.reset": "earliest"}
-PATTERN = sys.argv[1]  # the tests always give it
+
+
+def _pattern() -> str:
+    return sys.argv[1]  # the tests always give it
 
 
 def confluent_regex() -> None:
     consumer = Consumer(CONF)
-    consumer.subscribe([PATTERN])
+    consumer.subscribe([_pattern()])
     while True:
         msg = consumer.poll(1.0)
         if msg is None or msg.error():
@@ -25,7 +28,7 @@ def confluent_regex() -> None:
 
 def kafka_python_regex() -> None:
     consumer = KafkaConsumer(group_id="g", auto_offset_reset="earliest")
-    consumer.subscribe(pattern=PATTERN.lstrip("^"))
+    consumer.subscribe(pattern=_pattern().lstrip("^"))
     for message in consumer:
         print("handled", message.value.decode(), flush=True)
 
@@ -33,7 +36,7 @@ def kafka_python_regex() -> None:
 def aiokafka_regex() -> None:
     async def main() -> None:
         consumer = AIOKafkaConsumer(group_id="g", auto_offset_reset="earliest")
-        consumer.subscribe(pattern=PATTERN.lstrip("^"))
+        consumer.subscribe(pattern=_pattern().lstrip("^"))
         await consumer.start()
         try:
             async for message in consumer:
