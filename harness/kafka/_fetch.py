@@ -17,7 +17,6 @@ __all__ = [
     "Event",
     "Fetched",
     "Fetcher",
-    "REBALANCED",
     "Refused",
     "commit_changed",
     "deserialized",
@@ -185,21 +184,25 @@ REBALANCED: Final = (
 
 
 def commit_changed(
-    fetch: Fetcher, offsets: dict[str, int], committed: dict[str, int]
-) -> Refused | None:
+    fetch: Fetcher,
+    offsets: dict[str, int],
+    committed: dict[str, int],
+    refused: type[Exception] | None,
+) -> None:
     """Commit the offsets that differ from the ones this consumer last committed
-    (``committed``, updated), as kafka-python and aiokafka skip unchanged positions; nothing
-    when the group coordinator refuses the consumer's commit (returned: the caller raises
-    ``CommitFailedError`` or, for an automatic commit, logs it as the clients do)."""
+    (``committed``, updated), as kafka-python and aiokafka skip unchanged positions. When the
+    group coordinator refuses the consumer's commit nothing is committed, and ``refused``
+    (their ``CommitFailedError``) is raised; None: only logged, as for an automatic commit."""
     due = {n: o for n, o in offsets.items() if committed.get(n) != o}
     if not due:
-        return None
-    refused = fetch.refused()
-    if refused is None:
-        assert fetch.group is not None
-        fetch.rt.broker.commit_offsets(fetch.rt, fetch.group, due, "commit")
-        committed.update(due)
-    return refused
+        return
+    if fetch.refused() is not None:
+        if refused is not None:
+            raise refused(REBALANCED)
+        return
+    assert fetch.group is not None
+    fetch.rt.broker.commit_offsets(fetch.rt, fetch.group, due, "commit")
+    committed.update(due)
 
 
 def deserialized(

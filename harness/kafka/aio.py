@@ -48,15 +48,7 @@ from harness.kafka._broker import Runtime, current
 from harness.kafka._confluent_base import _CODES, ConsumerGroupMetadata, KafkaException, _Shutdown
 from harness.kafka._confluent_base import TopicPartition as _CKTopicPartition
 from harness.kafka._errors import NotModelled
-from harness.kafka._fetch import (
-    BEGINNING,
-    END,
-    REBALANCED,
-    Fetched,
-    Fetcher,
-    commit_changed,
-    deserialized,
-)
+from harness.kafka._fetch import BEGINNING, END, Fetched, Fetcher, commit_changed, deserialized
 from harness.kafka._producer import Producer
 from harness.kafka.lineage import RECORD_ID_HEADER
 from harness.sim.simulator import InstanceCrashed
@@ -341,8 +333,8 @@ class AIOKafkaConsumer:
         raises ``CommitFailedError``, or is only logged by aiokafka when automatic."""
         if not self._group:
             raise IllegalOperation("Requires group_id")
-        if commit_changed(self._fetch, offsets, self._committed) and not automatic:
-            raise CommitFailedError(REBALANCED)
+        refused = None if automatic else CommitFailedError
+        commit_changed(self._fetch, offsets, self._committed, refused)
 
     def _cursor(self, tp: Any) -> Any:
         cursor = self._fetch.cursors.get(_tp(tp))

@@ -27,15 +27,7 @@ from harness.errors import ConfigError
 from harness.kafka._broker import Output, Runtime, current
 from harness.kafka._confluent_base import IdleWait
 from harness.kafka._errors import NotModelled
-from harness.kafka._fetch import (
-    BEGINNING,
-    END,
-    REBALANCED,
-    Fetched,
-    Fetcher,
-    commit_changed,
-    deserialized,
-)
+from harness.kafka._fetch import BEGINNING, END, Fetched, Fetcher, commit_changed, deserialized
 from harness.kafka.lineage import RECORD_ID_HEADER, Produced
 
 __all__ = ["KafkaConsumer", "KafkaProducer", "modules"]
@@ -175,8 +167,8 @@ class KafkaConsumer:
         raises ``CommitFailedError``, or is only logged by kafka-python when automatic."""
         if not self._group:
             raise KafkaError("Requires group_id")
-        if commit_changed(self._fetch, offsets, self._committed) and not automatic:
-            raise CommitFailedError(REBALANCED)
+        refused = None if automatic else CommitFailedError
+        commit_changed(self._fetch, offsets, self._committed, refused)
 
     def _offsets(self, offsets: dict[Any, Any] | None) -> dict[str, int]:
         if offsets is None:
