@@ -70,3 +70,18 @@ def test_a_member_rejoins_at_its_next_poll() -> None:
     history, verdict = _run("two_members", Schedule([Produce(count=1), Run(calls=30)]))
     assert _errors(history) == [], _errors(history)
     assert verdict.status is Status.VALID, verdict.summary()
+
+
+def test_a_module_imported_during_the_run_that_holds_a_double_is_forgotten() -> None:
+    import sys
+
+    import tests.kafka_apps  # noqa: F401  (imported before the run: kept)
+
+    name = "tests.kafka_apps.holds_a_double"
+    sys.modules.pop(name, None)
+    _, verdict = _run(
+        "imports_a_module_holding_a_double", Schedule([Produce(count=1), Run(calls=10)])
+    )
+    assert verdict.status is Status.VALID, verdict.summary()
+    assert name not in sys.modules
+    assert "tests.kafka_apps" in sys.modules

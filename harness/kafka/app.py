@@ -159,7 +159,7 @@ class _Session:
             doubles = double_modules()
             saved: dict[str, Any] = {
                 "modules": {n: sys.modules.get(n) for n in doubles},
-                "known": set(sys.modules),
+                "last": next(reversed(sys.modules), None),
                 "argv": sys.argv,
                 "streams": (sys.stdout, sys.stderr),
                 "signals": {s: signal.getsignal(s) for s in _SIGNALS},
@@ -195,7 +195,7 @@ class _Session:
             else:
                 sys.modules[name] = module
         doubles = set(map(id, saved["doubles"].values()))
-        for name in set(sys.modules) - saved["known"]:
+        for name in _imported_since(saved["last"]):
             module = sys.modules.get(name)
             if module is not None and any(id(v) in doubles for v in vars(module).values()):
                 del sys.modules[name]
@@ -215,6 +215,19 @@ class _Session:
             with contextlib.suppress(ValueError, TypeError):  # not the main thread
                 signal.signal(sig, handler)
         cls.saved = {}
+
+
+def _imported_since(last: str | None) -> list[str]:
+    """The names ``sys.modules`` gained since ``last`` was its newest entry: a dict keeps
+    insertion order, so they follow it (a module removed and imported again is among them).
+    Walking back to ``last`` costs what was imported, not every module of the interpreter,
+    once a run (``last`` gone: every name, as without the marker)."""
+    names = []
+    for name in reversed(sys.modules):
+        if name == last:
+            break
+        names.append(name)
+    return names
 
 
 class _EnvironReads(os._Environ):  # type: ignore[type-arg]

@@ -107,3 +107,11 @@ def two_members() -> None:
     producer = Producer({"bootstrap.servers": "b:9092"})
     producer.produce("receipts", msg.value())
     producer.flush()
+
+
+def imports_a_module_holding_a_double() -> None:
+    """Imports a module during the run that keeps a double (forgotten afterwards)."""
+    import importlib
+
+    importlib.import_module("tests.kafka_apps.holds_a_double")
+    confluent_subscribe()
