@@ -21,6 +21,8 @@ from harness.kafka.payloads import template
 from harness.report import render_text
 from harness.report.subject import ProcessorError
 
+pytest_plugins = ["pytester"]
+
 APPS = Path(__file__).parent / "kafka_apps" / "subscriptions.py"
 PRINTED = ["--effect", "stdout", "--by", r"pattern=handled (\S+)"]
 
@@ -181,3 +183,19 @@ def test_an_invalid_verdicts_processor_error_is_not_a_reason_it_is_unknown() -> 
     unknown = Verdict(Status.UNKNOWN, Guarantee.AT_LEAST_ONCE, reasons=(reason,))
     assert unknown.summary().splitlines()[1] == f"  unknown because: {reason}"
     assert f"unknown because:\n  {reason}\n" in render_text(unknown)
+
+
+def test_the_pytest_fixture_shows_the_hints(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_app=f"""
+        def test_order_ids(harness_kafka):
+            from harness.effects import stdout_lines
+
+            harness_kafka({str(APPS) + ":order_ids"!r}, guarantee="at-least-once",
+                          inputs=["orders"], effects=[stdout_lines()], max_examples=10,
+                          max_problems=1)
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*hint: the application looked up 'order_id'*"])
