@@ -11,8 +11,9 @@ from harness import Crash, Duplicate, Produce, Run, Schedule, Takeover
 from harness import _progress as harness_progress
 from harness.check import AnomalyKind, Guarantee, check
 from harness.check.verdict import Anomaly, Status, Verdict, Witness
+from harness.faults.kinds import Fault
 from harness.faults.schedule import LoseAck, Step, Tick
-from harness.search.problems import Problems
+from harness.search.problems import Problems, face_of, fault_of
 
 ALO = Guarantee.AT_LEAST_ONCE
 
@@ -143,3 +144,80 @@ def test_progress_counts_on_across_the_searches_for_further_problems() -> None:
     first = next(i for i, tick in enumerate(ticks) if tick.failures)
     assert all(tick.failures == 1 for tick in ticks[first:])
     assert ticks[-1].budget > ticks[0].budget == 400
+
+
+# -- faces of one bug, and the order problems are reported in ------------------------------
+
+
+def _lost(*witnessed: tuple[int, ...], more: tuple[AnomalyKind, ...] = ()) -> Verdict:
+    witnesses = tuple(
+        Witness((f"r{i}",), events, f"record 'r{i}' lost") for i, events in enumerate(witnessed)
+    )
+    anomalies = [Anomaly(AnomalyKind.LOST, len(witnesses), witnesses)]
+    anomalies += [Anomaly(kind, 1, (Witness(("r0",), (9,), "x"),)) for kind in more]
+    return Verdict(Status.INVALID, ALO, tuple(anomalies))
+
+
+def test_a_loss_with_its_skip_and_offset_ahead_is_a_face_of_the_same_loss() -> None:
+    never_read = _lost((2,))
+    with_consequences = _lost((2,), more=(AnomalyKind.SKIP, AnomalyKind.OFFSET_AHEAD))
+    read_then_dropped = _lost((3, 4))
+    assert face_of(never_read) == face_of(with_consequences) == (
+        Status.INVALID, "lost", "never read",
+    )  # fmt: skip
+    assert face_of(read_then_dropped) == (Status.INVALID, "lost", "read")
+    problems = Problems()
+    nothing = Schedule([Produce(count=1)])
+    problems.add(nothing, never_read)
+    # no fault either: the same problem, though its anomaly kinds differ
+    assert not problems.is_new(
+        Schedule([Produce(count=1), Run(calls=2), Produce(count=1)]), with_consequences, _never
+    )
+    # a loss of records that were read, needing a crash: another problem
+    crashed = Schedule([Run(calls=3), Produce(count=1), Run(calls=1), Crash()])
+    assert problems.is_new(crashed, read_then_dropped, lambda s: Verdict(Status.VALID, ALO))
+
+
+def _never(schedule: Schedule) -> Verdict:
+    raise AssertionError("no run is needed to tell")
+
+
+def test_problems_of_a_new_face_are_listed_first() -> None:
+    problems = Problems()
+    problems.add(Schedule([Produce(count=1)]), _lost((2,)))
+    problems.add(Schedule([Run(calls=2), Produce(count=1), Crash()]), _lost((3,)))
+    problems.add(Schedule([Run(calls=3), Produce(count=1), Crash()]), _lost((3, 4)))
+    assert problems.order(["backlog", "reset after a crash", "commit first"]) == [
+        "backlog", "commit first", "reset after a crash",
+    ]  # fmt: skip
+
+
+def test_two_independent_bugs_are_the_first_two_problems_and_later_coverage_is_honest() -> None:
+    """tests/kafka_apps/effects/two_bugs.py: the default auto.offset.reset=latest skips what
+    was written before it first started, and it commits each order before printing it."""
+    from pathlib import Path
+
+    from harness.effects import stdout_lines
+    from harness.kafka import KafkaApp
+    from harness.kafka.payloads import template
+
+    app = KafkaApp(
+        str(Path(__file__).parent / "kafka_apps" / "effects" / "two_bugs.py"),
+        inputs=["orders"],
+        encode=template('{"order_id": {n}}'),
+        effects=[stdout_lines(pattern=r"handled (\d+)")],
+    )
+    with pytest.raises(harness.CounterexampleFound) as found:
+        harness.explore(
+            app, guarantee=ALO, topology=app.topology, failures_dir=None, max_problems=5,
+            max_examples=300, seed=1,
+        )  # fmt: skip
+    failures = found.value.failures
+    faces = [face_of(f.verdict) for f in failures]
+    assert faces[0] == (Status.INVALID, "lost", "never read")
+    assert faces[1] == (Status.INVALID, "lost", "read"), [f.report() for f in failures]
+    assert Fault.CRASH in {fault_of(step) for step in failures[1].schedule.steps}
+    for later in failures[1:]:
+        coverage = later.coverage
+        assert coverage.reused > 0 and coverage.points_hit > 0
+        assert "after the earlier searches'" in coverage.summary()

@@ -297,9 +297,12 @@ class Verdict:
 
     def summary(self) -> str:
         """A few lines: the status, then one line per anomaly (tolerated ones marked), then
-        one line per reason."""
+        one line per reason (``unknown because: ...`` when it is why the verdict is UNKNOWN;
+        beside an INVALID verdict's anomalies a reason speaks for itself: ``processor error:
+        ...``, ``flaky: ...``)."""
         lines = [f"{self.status.value.upper()} under {self.guarantee.value}"]
         lines.extend(f"  {anomaly.summary()}" for anomaly in self.anomalies)
         lines.extend(f"  tolerated {anomaly.summary()}" for anomaly in self.tolerated)
-        lines.extend(f"  unknown because: {reason}" for reason in self.reasons)
+        because = "unknown because: " if self.status is Status.UNKNOWN else ""
+        lines.extend(f"  {because}{reason}" for reason in self.reasons)
         return "\n".join(lines)

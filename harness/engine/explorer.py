@@ -158,8 +158,10 @@ def _every_problem(search: Callable[[Problems, int], _Search], max_problems: int
             problems.add(failed.failure.schedule, failed.failure.verdict)
             if len(found) < max_problems and not _ran_out(failed.failure.verdict):
                 continue
+            found = problems.order(found)  # a new face first: a second bug comes second
             raise CounterexampleFound(found[0], found[1:]) from None
         if found:
+            found = problems.order(found)
             raise CounterexampleFound(found[0], found[1:])
         return done
 
@@ -245,7 +247,8 @@ class _Search:
     def coverage(self) -> Coverage:
         if self.plan is None:
             return Coverage(drawn=self.drawn_ran)
-        return coverage(self.plan, self.planned_ran, self.drawn_ran)
+        earlier = self.problems.resume - self.planned_ran  # run by the earlier searches
+        return coverage(self.plan, self.planned_ran + earlier, self.drawn_ran, reused=earlier)
 
     def systematic(self, limit: int) -> None:
         """Run the systematic phase's first ``limit`` schedules (0: skip the phase)."""

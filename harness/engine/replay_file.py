@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -90,7 +91,7 @@ class Replay:
         if not isinstance(backend, str) or backend not in BACKENDS:
             raise ConfigError(f"{where}: backend must be one of {BACKENDS}, got {shown(backend)}")
         processor = data.get("processor")
-        if not isinstance(processor, str) or ":" not in processor:
+        if not isinstance(processor, str) or (":" not in processor and "factory" not in data):
             raise ConfigError(f"{where}: processor must be 'module:name', got {shown(processor)}")
         file, seed = data.get("processor_file"), data.get("seed")
         if file is not None and not isinstance(file, str):
@@ -139,7 +140,8 @@ class Replay:
         directory = writable(directory, "the failures directory", directory=True)
         text = json.dumps(self.to_json(), indent=2, sort_keys=False) + "\n"
         name = hashlib.sha256(text.encode()).hexdigest()[:12]
-        stem = self.processor.rpartition(":")[2][:100]
+        tail = self.processor.split(" -- ")[0].rpartition(":")[2].rpartition("/")[2]
+        stem = re.sub(r"[^\w.-]+", "_", tail.removesuffix(".py"))[:100]
         return write_atomic(directory / f"{stem}-{name}.json", text, "the replay file")
 
     def keep(self, directory: str | os.PathLike[str]) -> tuple[Path | None, str | None]:

@@ -153,6 +153,8 @@ def _capturing(processor: Processor, captured: _Captured) -> Processor:
 
     module, _, name = processor_path(processor).partition(":")
     run.__module__, run.__qualname__ = module, name
+    run.harness_name = processor_path(processor)  # type: ignore[attr-defined]
+    run.harness_name = processor_path(processor)  # type: ignore[attr-defined]
     return run
 
 

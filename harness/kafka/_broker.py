@@ -14,6 +14,7 @@ after its fault point (:meth:`Runtime.enter`).
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -188,11 +189,18 @@ class Runtime:
         """A fault point: the client is about to call the cluster (``point`` names the call
         for reports; default: the client method that calls this)."""
         name = point or f"kafka.{sys._getframe(1).f_code.co_name}"
-        switching(self.sim.enter, self.loops.loops, self.inst, name)
+        switching(self.sim.enter, self.loops.loops, self.inst, name, idle=self._idle)
         if self.background:
             work, self.background = self.background, []
             for job in work:
                 job()
+
+    def _idle(self, loop: Any) -> None:
+        """The instance's event loop would wait for ever: wait for input instead (a
+        settled run's shutdown reaches it as SIGTERM, :mod:`harness.kafka.aio`)."""
+        from harness.kafka.aio import park_loop
+
+        park_loop(self, loop)
 
     def park(self) -> None:
         """Wait for input; the simulator resumes the instance on the next run step."""
@@ -227,6 +235,11 @@ class Broker:
         """Topics an admin client created during the run, and their partition counts."""
         self.reset_once: set[str] = set()
         """Partitions whose position an offset reset has resolved at least once."""
+        self.notes: set[str] = set()
+        """What the run noticed that explains a verdict (a subscription matching no topic);
+        the application's :meth:`~harness.kafka.KafkaApp.hints` show them."""
+        self.generations: dict[str, int] = {}
+        """Each consumer group's generation: one more each time a subscriber joins."""
         self.effects: EffectSession | None = None
         if wiring.effects:
             self.effects = EffectSession(wiring.effects, _effect_point, _wait_turn)
@@ -257,6 +270,32 @@ class Broker:
             f"it is not an input topic of this run (inputs: {list(self.wiring.inputs)}); "
             "declare it with --input",
         )
+
+    def matching(self, pattern: str, call: str, *, anchored: bool) -> list[str]:
+        """The input topics a regex subscription matches (``anchored``: ``re.match``, as
+        kafka-python and aiokafka; else ``re.search``, as librdkafka's ``^...`` entries). A
+        match that is not an input topic cannot be read (``NotModelled``); no match at all is
+        what the consumer gets (nothing to read), noted for the report."""
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"{call}: invalid regular expression {pattern!r}: {exc}") from None
+        topics = sorted(self.topics())
+        found = [t for t in topics if (regex.match if anchored else regex.search)(t)]
+        other = [t for t in found if t not in self.wiring.inputs]
+        if other:
+            raise NotModelled(
+                f"{call} matching topic {other[0]!r}",
+                f"consumers read the input topics only (inputs: {list(self.wiring.inputs)}); "
+                "narrow the pattern or declare the topic with --input",
+            )
+        if not found:
+            self.notes.add(
+                f"the application subscribed to the pattern {pattern!r}, which matched no "
+                f"topic, so it read nothing; the cluster's topics are {', '.join(topics)} "
+                f"(its input topics, --input: {', '.join(self.wiring.inputs)})"
+            )
+        return found
 
     def name(self, topic: str, partition: int, call: str) -> str:
         count = self.partitions_of(topic, call)
@@ -353,6 +392,11 @@ class Broker:
             dlsn=None if dlsn is None else dlsn.serialize(),
         )
         return offset
+
+    def join(self, group: str) -> int:
+        """A consumer subscribed: the group's next generation (the one it is a member of)."""
+        generation = self.generations[group] = self.generations.get(group, 0) + 1
+        return generation
 
     def _dlsn(self, name: str, offset: int, call: str) -> DLSN:
         dlsns = self.world.dlsns[name]

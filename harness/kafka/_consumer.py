@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from harness.kafka._broker import Runtime, current
 from harness.kafka._confluent_base import (
@@ -12,17 +12,23 @@ from harness.kafka._confluent_base import (
     ConsumerGroupMetadata,
     IdleWait,
     KafkaError,
+    KafkaException,
     Message,
     TopicPartition,
     _config,
     _fail,
 )
 from harness.kafka._errors import NotModelled
-from harness.kafka._fetch import Event, Fetched, Fetcher
+from harness.kafka._fetch import Event, Fetched, Fetcher, Refused
 
 __all__ = ["Consumer"]
 
 _Callback = Callable[..., Any] | None
+_REFUSALS: Final = {
+    Refused.UNKNOWN_MEMBER_ID: "Commit failed: Broker: Unknown member",
+    Refused.ILLEGAL_GENERATION: "Commit failed: Broker: Specified group generation id is not valid",
+}
+"""librdkafka's text for a commit the group coordinator refuses."""
 _UNMODELLED = frozenset(
     {"offsets_for_times", "set_sasl_credentials", "io_event_enable",
      "seek_partitions", "rebalance_protocol", "list_groups"}
@@ -87,16 +93,25 @@ class Consumer:
             self._apply(offsets, queue_callback=True)
 
     def _apply(self, offsets: dict[str, int], *, queue_callback: bool) -> None:
+        """Commit ``offsets``; a commit the group coordinator refuses (a member fenced out
+        of its group) raises when synchronous, else reaches ``on_commit`` as its error."""
         group = self._group("commit")
-        self._rt.broker.commit_offsets(self._rt, group, offsets, "commit")
-        self._committed.update(offsets)
+        refused = self._fetch.refused()
+        error = None
+        if refused is None:
+            self._rt.broker.commit_offsets(self._rt, group, offsets, "commit")
+            self._committed.update(offsets)
+        else:
+            error = KafkaError(_CODES[refused.value], _REFUSALS[refused])
+            if not queue_callback:
+                raise KafkaException(error)
         if queue_callback and self._cfg.on_commit is not None:
             tps = []
             for name, off in offsets.items():
                 tp = self._tp(name) if self._owns(name) else TopicPartition("?", -1)
                 tp.offset = off
                 tps.append(tp)
-            self._callbacks.append((None, tps))
+            self._callbacks.append((error, tps))
 
     def _owns(self, name: str) -> bool:
         return self._fetch.owns(name)
@@ -124,9 +139,12 @@ class Consumer:
                 for t in self._subscription or ()
                 for p in range(self._rt.broker.partitions_of(t, "subscribe"))
             ]
+            self._fetch.join()
             self._set_assignment(tps)
             if self._on_assign is not None:
                 self._on_assign(self, tps)
+        else:
+            self._fetch.rejoin()
 
     def _set_assignment(self, tps: Iterable[TopicPartition]) -> None:
         self._fetch.assign(((tp.topic, tp.partition, tp.offset) for tp in tps), "assign")
@@ -174,17 +192,22 @@ class Consumer:
     ) -> None:
         self._enter("subscribe")
         self._group("subscribe")
+        broker = self._rt.broker
+        resolved: list[str] = []
         for topic in topics:
-            if topic.startswith("^"):
-                raise NotModelled(f"subscribe([{topic!r}])", "regex subscriptions")
-            self._rt.broker.partitions_of(topic, "subscribe")
-        self._subscription = list(topics)
+            if topic.startswith("^"):  # librdkafka's regex subscription, matched once
+                resolved += broker.matching(topic, f"subscribe([{topic!r}])", anchored=False)
+            else:
+                broker.partitions_of(topic, "subscribe")
+                resolved.append(topic)
+        self._subscription = list(dict.fromkeys(resolved))
         self._on_assign, self._on_revoke = on_assign, on_revoke
         self._assign_due = True
 
     def unsubscribe(self) -> None:
         self._enter("unsubscribe")
         self._revoke()
+        self._fetch.leave()
         self._subscription = None
 
     def _revoke(self) -> None:
@@ -370,6 +393,7 @@ class Consumer:
         self._enter("close")
         self._serve()
         self._revoke()
+        self._fetch.leave()
         self._closed = True
 
     def __enter__(self) -> Consumer:

@@ -7,11 +7,20 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from harness.kafka._broker import Cursor, InputRecord, Runtime
 
-__all__ = ["BEGINNING", "END", "Event", "Fetched", "Fetcher", "commit_changed", "deserialized"]
+__all__ = [
+    "BEGINNING",
+    "END",
+    "Event",
+    "Fetched",
+    "Fetcher",
+    "Refused",
+    "commit_changed",
+    "deserialized",
+]
 
 BEGINNING, END = -2, -1
 """Logical offsets (librdkafka's ``OFFSET_BEGINNING`` / ``OFFSET_END``); any other negative
@@ -32,8 +41,21 @@ class Fetched:
     position: int | None
 
 
+class Refused(enum.Enum):
+    """Why the group coordinator refuses a member's offset commit (Kafka's error names)."""
+
+    UNKNOWN_MEMBER_ID = "UNKNOWN_MEMBER_ID"
+    """The member was removed from the group: its process was taken over (a zombie whose
+    session expired while it was paused)."""
+    ILLEGAL_GENERATION = "ILLEGAL_GENERATION"
+    """Another member joined since this one did, and it has not rejoined yet."""
+
+
 class Fetcher:
-    """The assigned partitions of one consumer and their positions (instance memory)."""
+    """The assigned partitions of one consumer and their positions (instance memory), and
+    its group membership: a consumer that subscribed is a member of its group's generation
+    (``subscribe()``; one that ``assign()``-ed partitions is none, and the coordinator takes
+    its commits as a standalone consumer's)."""
 
     def __init__(self, rt: Runtime, group: str | None, reset: str, eof: bool) -> None:
         self.rt = rt
@@ -41,6 +63,35 @@ class Fetcher:
         self.reset = reset
         self.eof = eof
         self.cursors: dict[tuple[str, int], Cursor] = {}
+        self.generation: int | None = None
+        """The group generation this consumer joined (None: not a member)."""
+
+    # -- group membership (KIP-447's generation check on commits) ------------------------
+
+    def join(self) -> None:
+        """A subscription's assignment: the consumer joins its group, a new generation."""
+        if self.group:
+            self.generation = self.rt.broker.join(self.group)
+
+    def leave(self) -> None:
+        self.generation = None
+
+    def rejoin(self) -> None:
+        """A member's poll: after another member joined, it rejoins the current generation
+        (as a live member's heartbeat would make it); a zombie, which believes it still owns
+        its partitions, does not."""
+        if self.generation is not None and self.group and not self.rt.inst.fenced:
+            self.generation = self.rt.broker.generations[self.group]
+
+    def refused(self) -> Refused | None:
+        """Why the coordinator refuses this consumer's commit now (None: it accepts it)."""
+        if self.generation is None or not self.group:
+            return None
+        if self.rt.inst.fenced:
+            return Refused.UNKNOWN_MEMBER_ID
+        if self.generation != self.rt.broker.generations[self.group]:
+            return Refused.ILLEGAL_GENERATION
+        return None
 
     def owns(self, name: str) -> bool:
         return any(c.name == name for c in self.cursors.values())
@@ -123,15 +174,35 @@ class Fetcher:
         return {c.name: c.position for c in self.cursors.values() if c.position is not None}
 
 
+REBALANCED: Final = (
+    "Commit cannot be completed since the group has already rebalanced and assigned the "
+    "partitions to another member. This means that the time between subsequent calls to "
+    "poll() was longer than the configured max_poll_interval_ms, which typically implies that "
+    "the poll loop is spending too much time message processing."
+)
+"""kafka-python's and aiokafka's ``CommitFailedError`` text."""
+
+
 def commit_changed(
-    rt: Runtime, group: str, offsets: dict[str, int], committed: dict[str, int]
+    fetch: Fetcher,
+    offsets: dict[str, int],
+    committed: dict[str, int],
+    refused: type[Exception] | None,
 ) -> None:
     """Commit the offsets that differ from the ones this consumer last committed
-    (``committed``, updated), as kafka-python and aiokafka skip unchanged positions."""
+    (``committed``, updated), as kafka-python and aiokafka skip unchanged positions. When the
+    group coordinator refuses the consumer's commit nothing is committed, and ``refused``
+    (their ``CommitFailedError``) is raised; None: only logged, as for an automatic commit."""
     due = {n: o for n, o in offsets.items() if committed.get(n) != o}
-    if due:
-        rt.broker.commit_offsets(rt, group, due, "commit")
-        committed.update(due)
+    if not due:
+        return
+    if fetch.refused() is not None:
+        if refused is not None:
+            raise refused(REBALANCED)
+        return
+    assert fetch.group is not None
+    fetch.rt.broker.commit_offsets(fetch.rt, fetch.group, due, "commit")
+    committed.update(due)
 
 
 def deserialized(

@@ -36,16 +36,24 @@ class _NoWaitSelector:
     socket of the application's own is open), the time passes at once. Real I/O and
     threads waking the loop still wait for real."""
 
-    def __init__(self, loop: Any, real: Any) -> None:
+    def __init__(self, loop: Any, real: Any, idle: Callable[[Any], None] | None) -> None:
         self._loop = loop
         self._real = real
+        self._idle = idle
 
     def select(self, timeout: float | None = None) -> Any:
-        if timeout is None or timeout <= 0:
+        if timeout is not None and timeout <= 0:
             return self._real.select(timeout)
         ready = self._real.select(0)
         if ready or len(self._real.get_map()) > self._loop._internal_fds:
             return ready or self._real.select(timeout)
+        if timeout is None:
+            # nothing to run, no timer, no socket of its own: it waits for ever (its tasks
+            # wait for one another, or for a signal); the process is idle, not the thread
+            if self._idle is None:
+                return self._real.select(timeout)
+            self._idle(self._loop)
+            return self._real.select(0)
         self._loop._harness_skew += timeout
         return []
 
@@ -53,20 +61,27 @@ class _NoWaitSelector:
         return getattr(self._real, name)
 
 
-def _no_waiting(loop: Any) -> None:
+def _no_waiting(loop: Any, idle: Callable[[Any], None] | None) -> None:
     """Make ``asyncio.sleep`` and other timers of ``loop`` take no real time (the simulated
-    world has no clock: time passes as the schedule's ``Tick``)."""
+    world has no clock: time passes as the schedule's ``Tick``), and a wait for ever an
+    ``idle(loop)`` call (the instance waits for input without blocking the thread)."""
     selector = getattr(loop, "_selector", None)
     if selector is None or not hasattr(loop, "_internal_fds") or hasattr(loop, "_harness_skew"):
         return
     loop._harness_skew = 0.0
-    loop._selector = _NoWaitSelector(loop, selector)
+    loop._selector = _NoWaitSelector(loop, selector, idle)
     loop.time = lambda: time.monotonic() + loop._harness_skew
 
 
-def switching(call: Callable[..., None], loops: set[Any], *args: Any) -> None:
+def switching(
+    call: Callable[..., None],
+    loops: set[Any],
+    *args: Any,
+    idle: Callable[[Any], None] | None = None,
+) -> None:
     """``call(*args)`` (which may hand control to the simulator) outside the instance's
-    running loop, which is added to ``loops``; a crash stops it."""
+    running loop, which is added to ``loops`` (``idle``: what its wait for ever does); a
+    crash stops it."""
     events: Any = sys.modules.get("asyncio.events")
     loop = None if events is None else events._get_running_loop()
     if loop is None:
@@ -74,7 +89,7 @@ def switching(call: Callable[..., None], loops: set[Any], *args: Any) -> None:
         return
     if loop not in loops:
         loops.add(loop)
-        _no_waiting(loop)
+        _no_waiting(loop, idle)
     events._set_running_loop(None)
     try:
         call(*args)

@@ -219,11 +219,13 @@ class _Waiting:
                 continue
             if rt.stopping:
                 raise KeyboardInterrupt  # shut down and still waiting: a second SIGINT
-            _park(rt, loop)
+            park_loop(rt, loop)
             yields = 0
 
 
-def _park(rt: Runtime, loop: asyncio.AbstractEventLoop) -> None:
+def park_loop(rt: Runtime, loop: asyncio.AbstractEventLoop) -> None:
+    """Park the instance until input arrives (its loop has nothing else to do); a settled
+    run's shutdown reaches the application as SIGTERM or SIGINT would."""
     rt.ctx.on_shutdown(_Shutdown)
     try:
         rt.park()
@@ -324,12 +326,15 @@ class AIOKafkaConsumer:
     def _auto(self) -> None:
         """aiokafka's auto-commit task, when the schedule fires it."""
         if self._started and not self._closed:
-            self._commit(self._fetch.positions())
+            self._commit(self._fetch.positions(), automatic=True)
 
-    def _commit(self, offsets: dict[str, int]) -> None:
+    def _commit(self, offsets: dict[str, int], *, automatic: bool = False) -> None:
+        """Commit ``offsets``; a commit the group refuses (this member was fenced out of it)
+        raises ``CommitFailedError``, or is only logged by aiokafka when automatic."""
         if not self._group:
             raise IllegalOperation("Requires group_id")
-        commit_changed(self._rt, self._group, offsets, self._committed)
+        refused = None if automatic else CommitFailedError
+        commit_changed(self._fetch, offsets, self._committed, refused)
 
     def _cursor(self, tp: Any) -> Any:
         cursor = self._fetch.cursors.get(_tp(tp))
@@ -346,6 +351,10 @@ class AIOKafkaConsumer:
                 (t, p) for t in self._topics for p in range(broker.partitions_of(t, "subscribe"))
             ]
         self._fetch.assign(((t, p, -1000) for t, p in pairs), "subscribe")
+        if self._assigned is None:
+            self._fetch.join()
+        else:
+            self._fetch.leave()
 
     def _record(self, only: set[tuple[str, int]] | None) -> ConsumerRecord | None:
         paused = []
@@ -401,8 +410,9 @@ class AIOKafkaConsumer:
             return
         self._rt.enter()
         if self._auto_commit:
-            self._commit(self._fetch.positions())
+            self._commit(self._fetch.positions(), automatic=True)
         self._fetch.assign((), "stop")
+        self._fetch.leave()
         self._closed = True
 
     async def __aenter__(self) -> AIOKafkaConsumer:
@@ -415,10 +425,13 @@ class AIOKafkaConsumer:
     # -- assignment (local: no call to the cluster) --------------------------------------
 
     def subscribe(self, topics: Any = (), pattern: str | None = None, listener: Any = None) -> None:
-        if pattern is not None:
-            raise NotModelled("AIOKafkaConsumer.subscribe(pattern=...)", "regex subscriptions")
         if isinstance(topics, str):
             topics = (topics,)
+        if bool(topics) == (pattern is not None):
+            raise ValueError("You should provide either `topics` or `pattern`")
+        if pattern is not None:
+            call = "AIOKafkaConsumer.subscribe(pattern=...)"
+            topics = self._rt.broker.matching(pattern, call, anchored=True)
         for topic in topics:
             self._rt.broker.partitions_of(topic, "subscribe")
         self._topics, self._assigned, self._listener = tuple(topics), None, listener
@@ -428,6 +441,7 @@ class AIOKafkaConsumer:
     def unsubscribe(self) -> None:
         self._topics = ()
         self._fetch.assign((), "unsubscribe")
+        self._fetch.leave()
 
     def assign(self, partitions: Iterable[Any]) -> None:
         self._assigned = [_tp(tp) for tp in partitions]
@@ -540,6 +554,7 @@ class AIOKafkaConsumer:
 
     async def getone(self, *partitions: Any) -> ConsumerRecord:
         self._enter()
+        self._fetch.rejoin()
         only = self._only(partitions)
 
         def one() -> list[ConsumerRecord]:
@@ -555,6 +570,7 @@ class AIOKafkaConsumer:
         self, *partitions: Any, timeout_ms: int = 0, max_records: int | None = None
     ) -> dict[Any, list[ConsumerRecord]]:
         self._enter()
+        self._fetch.rejoin()
         only = self._only(partitions)
         limit = max_records or self._max_records or 1_000_000
 

@@ -96,6 +96,15 @@ def _locate(target: object) -> _Target:
     return _Target(origin, module, attribute or None)
 
 
+def _label(given: object, target: _Target, argv: Sequence[str]) -> str:
+    """The application as reports name it: ``app.py``, ``app.py:main``, ``pkg.mod:main`` or
+    a function's ``module:name``, then ``-- ARGS`` when it has arguments."""
+    import shlex
+
+    where = given if isinstance(given, str) else f"{target.module}:{target.attribute}"
+    return f"{where} -- {shlex.join(argv)}" if argv else where
+
+
 def _check_topics(
     inputs: Sequence[str],
     outputs: Sequence[str],
@@ -150,7 +159,7 @@ class _Session:
             doubles = double_modules()
             saved: dict[str, Any] = {
                 "modules": {n: sys.modules.get(n) for n in doubles},
-                "known": set(sys.modules),
+                "last": next(reversed(sys.modules), None),
                 "argv": sys.argv,
                 "streams": (sys.stdout, sys.stderr),
                 "signals": {s: signal.getsignal(s) for s in _SIGNALS},
@@ -186,7 +195,7 @@ class _Session:
             else:
                 sys.modules[name] = module
         doubles = set(map(id, saved["doubles"].values()))
-        for name in set(sys.modules) - saved["known"]:
+        for name in _imported_since(saved["last"]):
             module = sys.modules.get(name)
             if module is not None and any(id(v) in doubles for v in vars(module).values()):
                 del sys.modules[name]
@@ -206,6 +215,19 @@ class _Session:
             with contextlib.suppress(ValueError, TypeError):  # not the main thread
                 signal.signal(sig, handler)
         cls.saved = {}
+
+
+def _imported_since(last: str | None) -> list[str]:
+    """The names ``sys.modules`` gained since ``last`` was its newest entry: a dict keeps
+    insertion order, so they follow it (a module removed and imported again is among them).
+    Walking back to ``last`` costs what was imported, not every module of the interpreter,
+    once a run (``last`` gone: every name, as without the marker)."""
+    names = []
+    for name in reversed(sys.modules):
+        if name == last:
+            break
+        names.append(name)
+    return names
 
 
 class _EnvironReads(os._Environ):  # type: ignore[type-arg]
@@ -331,6 +353,19 @@ class KafkaApp:
         self.__module__ = frame.f_globals.get("__name__", "__main__") if frame else "__main__"
         self.__qualname__ = name or (self._target.attribute or Path(self._target.file).stem)
         self.__name__ = self.__qualname__
+        self.harness_name = _label(target, self._target, self.app_args)
+        """What reports call the application: the target as given, and its arguments."""
+        self.notes: set[str] = set()
+        """What its runs noticed that explains a failure (see :meth:`hints`)."""
+
+    def hints(self, failure: object) -> list[str]:
+        """``hint: ...`` lines for a failure of this application (a ``harness.Failure``;
+        :mod:`harness.kafka.hints`): a subscription that matched no topic, a processor error
+        on the default payload's shape."""
+        from harness.kafka.hints import render
+
+        errors = getattr(failure, "processor_errors", ())
+        return render(self.notes, errors, self.wiring.encode)
 
     @property
     def lineage(self) -> str:
@@ -363,6 +398,7 @@ class KafkaApp:
 
     def __call__(self, ctx: Context) -> None:
         broker = Broker.of(ctx._sim.world, self.wiring)
+        broker.notes = self.notes
         rt = Runtime(ctx, broker)
         effects = broker.effects
         _Session.enter(

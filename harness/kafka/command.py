@@ -281,6 +281,7 @@ def _print_json(
             "schedule": f.schedule.to_json(),
             "replay_file": None if f.replay_file is None else str(f.replay_file),
             "replay_command": f.replay_command,
+            "hints": [line.removeprefix("hint: ") for line in app.hints(f)],
         }
         for f in failures
     ]
@@ -372,7 +373,10 @@ def _report(args: argparse.Namespace, app: Any, argv: Sequence[str], failures: A
             if count > 1:
                 print(f"\nproblem {number} of {count}:")
             text = failure.report().splitlines()
-            print("\n".join(line for line in text if not line.startswith("replay: ")))
+            text = [line for line in text if not line.startswith("replay: ")]
+            cut = next((i for i, line in enumerate(text) if line.startswith("shrunk schedule")), 0)
+            text[cut:cut] = app.hints(failure)  # after the verdict it explains
+            print("\n".join(text))
             print("replay: " + failure.replay_command)
     return 1 if status is Status.INVALID else 2
 

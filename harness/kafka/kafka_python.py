@@ -160,12 +160,15 @@ class KafkaConsumer:
     def _maybe_auto_commit(self) -> None:
         if self._commit_due and self._auto_commit:
             self._commit_due = False
-            self._commit(self._fetch.positions())
+            self._commit(self._fetch.positions(), automatic=True)
 
-    def _commit(self, offsets: dict[str, int]) -> None:
+    def _commit(self, offsets: dict[str, int], *, automatic: bool = False) -> None:
+        """Commit ``offsets``; a commit the group refuses (this member was fenced out of it)
+        raises ``CommitFailedError``, or is only logged by kafka-python when automatic."""
         if not self._group:
             raise KafkaError("Requires group_id")
-        commit_changed(self._rt, self._group, offsets, self._committed)
+        refused = None if automatic else CommitFailedError
+        commit_changed(self._fetch, offsets, self._committed, refused)
 
     def _offsets(self, offsets: dict[Any, Any] | None) -> dict[str, int]:
         if offsets is None:
@@ -194,11 +197,13 @@ class KafkaConsumer:
 
     def subscribe(self, topics: Any = (), pattern: str | None = None, listener: Any = None) -> None:
         self._enter()
-        if pattern is not None:
-            raise NotModelled("KafkaConsumer.subscribe(pattern=...)")
+        broker = self._rt.broker
         if isinstance(topics, str):
             topics = (topics,)
-        broker = self._rt.broker
+        if bool(topics) == (pattern is not None):
+            raise IllegalStateError("You must choose only one way to configure your consumer")
+        if pattern is not None:
+            topics = broker.matching(pattern, "KafkaConsumer.subscribe(pattern=...)", anchored=True)
         self._subscription = tuple(topics)
         assignment = [
             (t, p, -1000)
@@ -206,6 +211,7 @@ class KafkaConsumer:
             for p in range(broker.partitions_of(t, "subscribe"))
         ]
         self._fetch.assign(assignment, "subscribe")
+        self._fetch.join()
         if listener is not None and hasattr(listener, "on_partitions_assigned"):
             listener.on_partitions_assigned(self.assignment())
 
@@ -224,6 +230,7 @@ class KafkaConsumer:
 
     def __next__(self) -> Any:
         self._enter()
+        self._fetch.rejoin()
         self._maybe_auto_commit()
 
         def one() -> list[Any]:
@@ -241,6 +248,7 @@ class KafkaConsumer:
         self, timeout_ms: int = 0, max_records: int | None = None, update_offsets: bool = True
     ) -> dict[Any, list[Any]]:
         self._enter()
+        self._fetch.rejoin()
         self._maybe_auto_commit()
         limit = max_records or self._max_records
 
@@ -266,7 +274,12 @@ class KafkaConsumer:
         due = self._offsets(offsets)
 
         def land() -> None:
-            self._commit(due)
+            try:
+                self._commit(due)
+            except CommitFailedError as exc:  # to the callback; kafka-python's default logs it
+                if callback is not None:
+                    callback(offsets, exc)
+                return
             if callback is not None:
                 callback(offsets, None)
 
@@ -342,8 +355,9 @@ class KafkaConsumer:
             return
         self._enter()
         if autocommit and self._auto_commit:
-            self._commit(self._fetch.positions())
+            self._commit(self._fetch.positions(), automatic=True)
         self._fetch.assign((), "close")
+        self._fetch.leave()
         self._closed = True
 
     def topics(self) -> set[str]:

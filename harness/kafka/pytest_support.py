@@ -95,5 +95,6 @@ class KafkaExplorer:
         except CounterexampleFound as found:
             lines = [f"lineage: {app.lineage}"] if outputs else []
             lines += [f"effects: {app.effects}"] if app.effects else []
+            lines += dict.fromkeys(h for f in found.failures for h in app.hints(f))
             found.args = ("\n".join([found.args[0], *lines]),)
             raise found.with_traceback(None) from None

@@ -25,7 +25,7 @@ import json
 from html import escape
 from typing import Any, Final
 
-from harness.check.verdict import Anomaly, Verdict
+from harness.check.verdict import Anomaly, Status, Verdict
 from harness.history.events import EVENT_FIELDS, EventKind, History
 from harness.report._facts import (
     ReportFacts,
@@ -355,7 +355,8 @@ def _anomalies_panel(facts: ReportFacts) -> str:
             _anomaly_html("tolerated", i, a, history, True) for i, a in enumerate(verdict.tolerated)
         )
     if verdict.reasons:
-        out.append('<h3>Unknown because</h3><ul id="reasons">')
+        heading = "Unknown because" if verdict.status is Status.UNKNOWN else "Also found"
+        out.append(f'<h3>{heading}</h3><ul id="reasons">')
         out.extend(f"<li>{_e(reason)}</li>" for reason in verdict.reasons)
         out.append("</ul>")
     if verdict.stats:

@@ -271,6 +271,11 @@ _OUTPUT_PROPERTIES: Final[dict[str, Any]] = {
                 "schedule": {"$ref": "#/$defs/schedule"},
                 "replay_file": _nullable("string"),
                 "replay_command": {"type": "string"},
+                "hints": {
+                    "type": "array",
+                    "description": "what the run noticed that the verdict alone does not say",
+                    "items": {"type": "string"},
+                },
             },
         },
     },

@@ -135,7 +135,8 @@ def _render(facts: ReportFacts, paint: _Paint) -> str:
         for anomaly in verdict.tolerated:
             lines.extend(_anomaly_lines(anomaly, facts.history, paint, _YELLOW))
     if verdict.reasons:
-        lines.append("unknown because:")
+        # an INVALID verdict's reasons (its processor errors, a flaky rerun) are no unknowns
+        lines.append("unknown because:" if verdict.status is Status.UNKNOWN else "also found:")
         lines.extend(f"  {_ascii(reason)}" for reason in verdict.reasons)
     if verdict.stats:
         stats = " ".join(f"{_ascii(name)}={value}" for name, value in verdict.stats.items())

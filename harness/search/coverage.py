@@ -35,6 +35,10 @@ class Coverage:
     """Schedules the systematic phase ran."""
     drawn: int = 0
     """Schedules Hypothesis drew (before any shrinking)."""
+    reused: int = 0
+    """Systematic schedules the earlier searches of one exploration (for other problems)
+    ran: a later search resumes the plan after them, and the points, single faults and pairs
+    above count them."""
     unplanned: Mapping[Fault, str] = field(default_factory=lambda: MappingProxyType({}))
     """The faults searched for that the systematic phase planned nowhere, each with why
     (no point of the processor's could take it: no timer for a tick, no choice for a
@@ -59,6 +63,8 @@ class Coverage:
             return f"{self.drawn} schedules drawn (systematic phase off)"
         run, planned = self.single_faults
         schedules = f"{self.schedules} schedules ({self.systematic} systematic, {self.drawn} drawn)"
+        if self.reused:
+            schedules += f", after the earlier searches' {self.reused} systematic ones"
         if not planned and not self.pairs[1] and self.unplanned:
             # nothing to plan: say why rather than "0/59 fault points"
             why = "; ".join(f"{f.value}: {r}" for f, r in sorted(self.unplanned.items()))
@@ -82,6 +88,7 @@ class Coverage:
             "pairs": {"run": self.pairs[0], "planned": self.pairs[1]},
             "systematic": self.systematic,
             "drawn": self.drawn,
+            "reused": self.reused,
             "unplanned": {fault.value: why for fault, why in sorted(self.unplanned.items())},
             "summary": self.summary(),
         }

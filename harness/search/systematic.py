@@ -701,8 +701,9 @@ def _around(found: Probe, call: int) -> tuple[str, str]:
     return labels[min(call, last)], labels[min(call + 1, last)]
 
 
-def coverage(found: Plan, ran: int, drawn: int = 0) -> Coverage:
-    """The coverage of running the first ``ran`` schedules of ``found``, then ``drawn``."""
+def coverage(found: Plan, ran: int, drawn: int = 0, reused: int = 0) -> Coverage:
+    """The coverage of running the first ``ran`` schedules of ``found``, then ``drawn``;
+    ``reused``: how many of those ``ran`` the earlier searches (for other problems) ran."""
     done = found.schedules[:ran]
     singles: dict[Fault, tuple[int, int]] = {}
     for index, planned in enumerate(found.schedules):
@@ -715,7 +716,8 @@ def coverage(found: Plan, ran: int, drawn: int = 0) -> Coverage:
         points_hit=len({p.point for p in done if not p.pair}),
         singles=MappingProxyType(singles),
         pairs=(sum(1 for p in done if p.pair), pairs),
-        systematic=len(done),
+        systematic=len(done) - reused,
         drawn=drawn,
+        reused=reused,
         unplanned=MappingProxyType(dict(found.unplanned)),
     )

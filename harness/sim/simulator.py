@@ -633,6 +633,11 @@ def run_id_of(processor: Processor, topology: Topology, backend: str, schedule: 
 
 
 def processor_path(processor: Processor) -> str:
+    """``module:qualname``, or the processor's own ``harness_name`` (a door's application
+    names itself as its user wrote it: ``app.py -- --db x``)."""
+    named = getattr(processor, "harness_name", None)
+    if isinstance(named, str) and named:
+        return named
     module = getattr(processor, "__module__", None) or "?"
     name = getattr(processor, "__qualname__", None) or type(processor).__qualname__
     return f"{module}:{name}"
