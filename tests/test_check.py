@@ -724,7 +724,7 @@ def test_skip_consecutive_reads_jump_over_a_record() -> None:
                     ("r2",),
                     (first, jump),
                     "process 1 read offset 2 of partition 'p' after a read of offset 0 "
-                    "(event 6): offsets 1 to 1 skipped (1 appended records)",
+                    "(event 6): offsets 1 to 1 skipped (1 acknowledged records)",
                 ),
             ),
         )
@@ -756,7 +756,7 @@ def test_skip_the_first_read_after_a_fetch_is_compared_with_the_fetched_offset()
                     ("r2",),
                     (11, 12),
                     "process 1 read offset 2 of partition 'p' after a fetch of offset 1 "
-                    "(event 11): offsets 1 to 1 skipped (1 appended records)",
+                    "(event 11): offsets 1 to 1 skipped (1 acknowledged records)",
                 ),
             ),
         )
@@ -791,7 +791,7 @@ def test_skip_a_fetch_with_no_offset_starts_at_the_truncation_point() -> None:
             ("r2",),
             (9, 10),
             "process 1 read offset 2 of partition 'p' after a fetch that found no stored "
-            "offset (event 9): offsets 1 to 1 skipped (1 appended records)",
+            "offset (event 9): offsets 1 to 1 skipped (1 acknowledged records)",
         ),
     )
 
@@ -837,7 +837,73 @@ def test_skip_counts_each_jump_once_and_caps_the_skipped_records() -> None:
     skip = only(check(b.finish(*outputs), EO))
     assert skip.count == 1
     assert skip.witnesses[0].record_ids == ("r1", "r2", "r3", "r4", "r5")
-    assert skip.witnesses[0].detail.endswith("offsets 1 to 7 skipped (7 appended records)")
+    assert skip.witnesses[0].detail.endswith("offsets 1 to 7 skipped (7 acknowledged records)")
+
+
+def _gapped(marker_after: tuple[str, ...], aborted: tuple[str, ...] = ()) -> Builder:
+    """A builder whose partition ``p`` is written as Kafka writes a transactional topic: a
+    commit marker takes the offset after each record of ``marker_after``, and the records of
+    ``aborted`` are appended (never acknowledged) with an abort marker after them."""
+    b = Builder()
+    original = b.append
+
+    def append(record_id: str, **fields: Any) -> int:
+        index = original(record_id, **fields)
+        if record_id in marker_after or record_id in aborted:
+            b.next_offset["p"] += 1  # the marker's offset
+        return index
+
+    b.append = append  # type: ignore[method-assign]
+    return b
+
+
+def test_skip_counts_records_not_offsets_a_gap_of_markers_and_aborted_records_is_no_skip() -> None:
+    # offsets: r1 0, marker 1, r2 2, marker 3, x1 4 (aborted), marker 5, r3 6, marker 7
+    def history(*, resume: int) -> History:
+        b = _gapped(("r1", "r2", "r3"), aborted=("x1",))
+        b.ingest("r1", "r2")
+        b.append("x1")  # an aborted upstream transaction: appended, never acknowledged
+        b.ingest("r3")
+        assert [b.records[r].offset for r in ("r1", "r2", "x1", "r3")] == [0, 2, 4, 6]
+        outputs = b.process("r1", "r2", process=2)
+        b.commit(3, process=2)  # r2's offset + 1: the marker's, as librdkafka commits it
+        b.fetch(resume)
+        outputs += b.process("r3")
+        return b.finish(*outputs)
+
+    # resumed at a marker, an aborted record, the next marker: nothing owed in between
+    for resume in (3, 4, 5):
+        assert_valid(history(resume=resume))
+    b = _gapped(("r1", "r2", "r3"), aborted=("x1",))
+    b.ingest("r1", "r2")
+    b.append("x1")
+    b.ingest("r3")
+    assert_valid(b.finish(*b.process("r1", "r2", "r3")))  # consecutive reads across the gaps
+
+    # a read that jumps an acknowledged record across a gap still is a skip, counting it only
+    b = _gapped(("r1", "r2", "r3"), aborted=("x1",))
+    b.ingest("r1", "r2")
+    b.append("x1")
+    b.ingest("r3")
+    first = b.read("r1")
+    outputs = [b.emit("r1")]
+    jump = b.read("r3")
+    outputs.append(b.emit("r3"))
+    outputs += b.process("r2", process=2)
+    jumped = b.finish(*outputs)
+    for guarantee in BOTH:
+        assert only(check(jumped, guarantee)) == Anomaly(
+            AnomalyKind.SKIP,
+            1,
+            (
+                Witness(
+                    ("r2",),
+                    (first, jump),
+                    "process 1 read offset 6 of partition 'p' after a read of offset 0 "
+                    f"(event {first}): offsets 1 to 5 skipped (1 acknowledged records)",
+                ),
+            ),
+        )
 
 
 # --------------------------------------------------------------------------------------------

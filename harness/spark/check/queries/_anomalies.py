@@ -320,6 +320,43 @@ def _classified(sequenced: DataFrame) -> DataFrame:
     return found
 
 
+def owed_skips(found: DataFrame, facts: DataFrame) -> DataFrame:
+    """The partition pass's occurrences (:func:`partitions`) less the ``skip`` (S) rows whose
+    skipped range ``start <= o < off`` holds no acknowledged record: records are counted,
+    not offsets (a gap of transaction markers, aborted or unacknowledged records is no skip).
+
+    One shuffle and sort by ``(run, partition)`` of the S rows' two ends and the acknowledged
+    records' offsets: the running count of records below each end gives the count between
+    them (an end sorts before a record at its own offset), then the two ends meet again by
+    the read's position."""
+    tag = F.col("tag")
+    skips = found.where(tag == "S")
+    ends = skips.select(
+        "run", "pno", "pos", F.explode(F.array(F.col("start"), F.col("off"))).alias("key")
+    ).select("run", "pno", "pos", "key", F.lit(0).alias("typ"))
+    acked = facts.where((F.col("n_app") >= 1) & (F.col("ack_n") > 0)).select(
+        "run",
+        F.col("app_pno").alias("pno"),
+        F.lit(None).cast(_LONG).alias("pos"),
+        F.col("app_off").alias("key"),
+        F.lit(1).alias("typ"),
+    )
+    running = (
+        Window.partitionBy("run", "pno")
+        .orderBy("key", "typ")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    below = ends.unionByName(acked).select("*", F.sum(F.col("typ")).over(running).alias("below"))
+    owed = (
+        below.where(F.col("typ") == 0)
+        .groupBy("run", "pos")
+        .agg((F.max("below") - F.min("below")).alias("owed"))
+        .where(F.col("owed") > 0)
+        .select("run", "pos")
+    )
+    return found.where(tag != "S").unionByName(skips.join(owed, ["run", "pos"], "left_semi"))
+
+
 def offset_violations(context: Context, facts: DataFrame, runs: Sequence[int]) -> set[int]:
     """The runs where an append is not above an offset acknowledged before it (the
     validator's append rule), given that every record has at most one append and its acks
