@@ -60,9 +60,14 @@ lost-record half of ``offset-ahead``) are not assessed.
     cannot be read, and whether they were done first is for ``lost`` and ``offset-ahead`` to
     say); and the first read after a ``fetch`` of that partition by that process that
     returned ``c``, when such a record lies in ``max(c, t) <= x < o'`` (``c`` null: 0); such
-    a read is compared with the fetch, not with the previous read. Records are counted, not
-    offsets: a gap that holds no acknowledged record (Kafka's transaction markers, the
-    records of an aborted upstream transaction, an unacknowledged append) is not a skip.
+    a read is compared with the fetch, not with the previous read. The range starts no lower
+    than ``h + 1``, ``h`` the highest offset of the partition any process read before (the
+    reading frontier): a reader that resumes past records already read (after the output
+    that covers them, as a processor resuming from its last output does) jumps nothing new,
+    and whether those were done is for ``lost`` and ``duplicate`` to say. Records are
+    counted, not offsets: a gap that holds no acknowledged record (Kafka's transaction
+    markers, the records of an aborted upstream transaction, an unacknowledged append) is
+    not a skip.
     Witness: the two events and the skipped records (the first :data:`MAX_WITNESSES`
     acknowledged ones in the skipped range, in append order) and how many there are.
 ``stale``
@@ -576,42 +581,63 @@ def _check_order(facts: _Facts, nonmonotonic: _Occurrences) -> None:
 def _check_skips(facts: _Facts, skip: _Occurrences) -> None:
     """skip, over each process's reads of each partition."""
     truncated: dict[str, int] = {}
+    frontier: dict[str, int] = {}
     fetched: dict[tuple[int, str], tuple[int, int | None]] = {}
     previous: dict[tuple[int, str], tuple[int, int]] = {}
     for event in facts.history.events:
         kind = event.kind
-        if kind is _K.TRUNCATE:
+        if kind is _K.READ:
+            assert event.partition is not None and event.offset is not None
+            highest = frontier.get(event.partition, -1)
+            frontier[event.partition] = max(highest, event.offset)
+            if event.detail == REDELIVERED:
+                continue
+            _skip_of(facts, skip, event, highest, truncated, fetched, previous)
+        elif kind is _K.TRUNCATE:
             assert event.partition is not None and event.offset is not None
             truncated[event.partition] = event.offset
         elif kind is _K.FETCH:
             assert event.process is not None and event.partition is not None
             fetched[(event.process, event.partition)] = (event.index, event.offset)
-        elif kind is _K.READ and event.detail != REDELIVERED:
-            assert event.process is not None and event.partition is not None
-            assert event.offset is not None
-            stream = (event.process, event.partition)
-            offset = event.offset
-            fetch = fetched.pop(stream, None)
-            if fetch is not None:
-                before, fetch_offset = fetch
-                since = wording.since_fetch(fetch_offset, before)
-                low = 0 if fetch_offset is None else fetch_offset
-            elif stream in previous:
-                last_offset, before = previous[stream]
-                low = last_offset + 1
-                since = wording.since_read(last_offset, before)
-            else:
-                low = offset
-            # records below the log's start cannot be read: whether they were done before
-            # being truncated is for the lost and offset-ahead rules to say
-            low = max(low, truncated.get(event.partition, 0))
-            records, skipped = (
-                facts.owed_between(event.partition, low, offset) if offset > low else ([], 0)
-            )
-            if skipped:
-                detail = wording.skip(event.process, offset, event.partition, since, low, skipped)
-                skip.add(witness(records, (before, event.index), detail))
-            previous[stream] = (offset, event.index)
+
+
+def _skip_of(
+    facts: _Facts,
+    skip: _Occurrences,
+    event: Event,
+    highest: int,
+    truncated: Mapping[str, int],
+    fetched: dict[tuple[int, str], tuple[int, int | None]],
+    previous: dict[tuple[int, str], tuple[int, int]],
+) -> None:
+    """The skip (if any) of one ``read``; ``highest``: the highest offset of its partition
+    any process read before it (-1: none)."""
+    assert event.process is not None and event.partition is not None
+    assert event.offset is not None
+    stream = (event.process, event.partition)
+    offset = event.offset
+    fetch = fetched.pop(stream, None)
+    if fetch is not None:
+        before, fetch_offset = fetch
+        since = wording.since_fetch(fetch_offset, before)
+        low = 0 if fetch_offset is None else fetch_offset
+    elif stream in previous:
+        last_offset, before = previous[stream]
+        low = last_offset + 1
+        since = wording.since_read(last_offset, before)
+    else:
+        low = offset
+    # records below the log's start cannot be read: whether they were done before
+    # being truncated is for the lost and offset-ahead rules to say; records at or
+    # below the highest offset read before are behind the reading frontier: a
+    # reader resuming past them (after an output that covers them, say) jumps
+    # nothing new, and whether they were done is for lost and duplicate to say
+    low = max(low, truncated.get(event.partition, 0), highest + 1)
+    records, skipped = facts.owed_between(event.partition, low, offset) if offset > low else ([], 0)
+    if skipped:
+        detail = wording.skip(event.process, offset, event.partition, since, low, skipped)
+        skip.add(witness(records, (before, event.index), detail))
+    previous[stream] = (offset, event.index)
 
 
 def _check_offsets(

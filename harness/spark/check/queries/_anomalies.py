@@ -284,10 +284,11 @@ def _classified(sequenced: DataFrame) -> DataFrame:
     )
     truncated = F.coalesce(F.col("truncated"), F.lit(0).cast(_LONG))
     low = F.when(how == 0, truncated).when(how >= 1, own_off)
-    # the first offset the read was owed: after the fetched offset or the previous read, and
-    # never below the log's start (records truncated away cannot be read)
-    start = F.greatest(F.when(how == 2, own_off + 1).otherwise(low), truncated)
     best = F.col("best")
+    # the first offset the read was owed: after the fetched offset or the previous read,
+    # never below the log's start (records truncated away cannot be read), and past the
+    # highest offset any process read before (the reading frontier; greatest skips a null)
+    start = F.greatest(F.when(how == 2, own_off + 1).otherwise(low), truncated, best + 1)
     commit = kc == COMMIT
     tag = F.when(reading & how.isNotNull() & (off > start), "S").when(
         commit & ((best.isNull() & (off > 0)) | (best.isNotNull() & (off - 1 > best))), "A"
