@@ -114,3 +114,18 @@ def test_an_app_that_assumes_contiguous_offsets_is_caught() -> None:
             failures_dir=None,
         )
     assert AnomalyKind.DUPLICATE in {a.kind for a in found.value.failure.verdict.anomalies}
+
+
+def test_the_flag_travels_in_the_topology_and_the_replay_spec() -> None:
+    from harness.errors import ConfigError
+    from harness.kafka._spec import from_spec, to_spec
+    from harness.sim.topology import Topology
+
+    gapped = app("correct")
+    assert gapped.topology.to_json()["transactional_input"] is True
+    assert Topology.from_json(gapped.topology.to_json()) == gapped.topology
+    assert "transactional_input" not in app("correct", transactional_input=False).topology.to_json()
+    spec = to_spec(gapped, set())
+    assert spec is not None and from_spec(spec).topology == gapped.topology
+    with pytest.raises(ConfigError, match="transactional_input must be True or False"):
+        KafkaApp(f"{APPS}:correct", inputs=["orders"], outputs=["receipts"], transactional_input=1)  # type: ignore[arg-type]
