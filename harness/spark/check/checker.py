@@ -513,7 +513,8 @@ class _Checker:
             one_reader=all(summary.one_reader for summary in summaries),
             truncates=any(summary.truncates for summary in summaries),
         )
-        owed: DataFrame = q.owed_skips(found, facts)
+        # cached: the skips' ends, their partitions and the other tags all read it
+        owed: DataFrame = q.owed_skips(self.context.cache(found), facts, runs)
         return owed
 
     def _record_frames(

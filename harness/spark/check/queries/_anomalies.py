@@ -321,7 +321,7 @@ def _classified(sequenced: DataFrame) -> DataFrame:
     return found
 
 
-def owed_skips(found: DataFrame, facts: DataFrame) -> DataFrame:
+def owed_skips(found: DataFrame, facts: DataFrame, runs: Sequence[int]) -> DataFrame:
     """The partition pass's occurrences (:func:`partitions`) less the ``skip`` (S) rows whose
     skipped range ``start <= o < off`` holds no acknowledged record: records are counted,
     not offsets (a gap of transaction markers, aborted or unacknowledged records is no skip).
@@ -329,18 +329,23 @@ def owed_skips(found: DataFrame, facts: DataFrame) -> DataFrame:
     One shuffle and sort by ``(run, partition)`` of the S rows' two ends and the acknowledged
     records' offsets: the running count of records below each end gives the count between
     them (an end sorts before a record at its own offset), then the two ends meet again by
-    the read's position."""
+    the read's position. Only the partitions of ``runs`` with a candidate skip are read."""
     tag = F.col("tag")
     skips = found.where(tag == "S")
+    places = skips.select("run", "pno").distinct()
     ends = skips.select(
         "run", "pno", "pos", F.explode(F.array(F.col("start"), F.col("off"))).alias("key")
     ).select("run", "pno", "pos", "key", F.lit(0).alias("typ"))
-    acked = facts.where((F.col("n_app") >= 1) & (F.col("ack_n") > 0)).select(
-        "run",
-        F.col("app_pno").alias("pno"),
-        F.lit(None).cast(_LONG).alias("pos"),
-        F.col("app_off").alias("key"),
-        F.lit(1).alias("typ"),
+    acked = (
+        facts.where(F.col("run").isin(*runs) & (F.col("n_app") >= 1) & (F.col("ack_n") > 0))
+        .select(
+            "run",
+            F.col("app_pno").alias("pno"),
+            F.lit(None).cast(_LONG).alias("pos"),
+            F.col("app_off").alias("key"),
+            F.lit(1).alias("typ"),
+        )
+        .join(F.broadcast(places), ["run", "pno"], "left_semi")
     )
     running = (
         Window.partitionBy("run", "pno")
