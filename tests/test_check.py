@@ -724,7 +724,7 @@ def test_skip_consecutive_reads_jump_over_a_record() -> None:
                     ("r2",),
                     (first, jump),
                     "process 1 read offset 2 of partition 'p' after a read of offset 0 "
-                    "(event 6): offsets 1 to 1 skipped (1 appended records)",
+                    "(event 6): offsets 1 to 1 skipped (1 acknowledged records)",
                 ),
             ),
         )
@@ -738,29 +738,32 @@ def test_skip_consecutive_reads_jump_over_a_record() -> None:
 
 
 def test_skip_the_first_read_after_a_fetch_is_compared_with_the_fetched_offset() -> None:
-    def history(fetched: int) -> History:
+    def history(fetched: int) -> tuple[History, int, int]:
         b = Builder()
         b.ingest("r1", "r2", "r3")
-        outputs = b.process("r1", "r2", process=2)
-        b.commit(2, process=2)
-        b.fetch(fetched)
-        outputs += b.process("r3")
-        return b.finish(*outputs)
+        outputs = b.process("r1", process=2)
+        b.commit(1, process=2)
+        fetch = b.fetch(fetched)
+        read = b.read("r3")
+        outputs.append(b.emit("r3"))
+        outputs += b.process("r2", process=2)  # r2 is done, but only after the jump
+        return b.finish(*outputs), fetch, read
 
+    jumped, fetch, read = history(1)
     for guarantee in BOTH:
-        assert only(check(history(1), guarantee)) == Anomaly(
+        assert only(check(jumped, guarantee)) == Anomaly(
             AnomalyKind.SKIP,
             1,
             (
                 Witness(
                     ("r2",),
-                    (11, 12),
+                    (fetch, read),
                     "process 1 read offset 2 of partition 'p' after a fetch of offset 1 "
-                    "(event 11): offsets 1 to 1 skipped (1 appended records)",
+                    f"(event {fetch}): offsets 1 to 1 skipped (1 acknowledged records)",
                 ),
             ),
         )
-    assert_valid(history(2))
+    assert_valid(history(2)[0])
 
     # after a fetch, the read is compared with the fetched offset, not with the last read
     b = Builder()
@@ -770,6 +773,29 @@ def test_skip_the_first_read_after_a_fetch_is_compared_with_the_fetched_offset()
     b.fetch(2)
     outputs += b.process("r3")
     assert_valid(b.finish(*outputs))
+
+
+def test_skip_a_resume_past_the_fetched_offset_behind_the_reading_frontier_is_no_skip() -> None:
+    """Issue 28's held-out false alarm (``resume_last_output_every_offset``): a processor
+    stores its offset after each output, crashes between an output and its offset, and on
+    restart resumes after its last output, past the fetched offset. The record in between
+    was read (and output) before: the reader jumps nothing new. Jumping a record nobody had
+    read still is a skip."""
+
+    def history(*, done_before: bool) -> History:
+        b = Builder()
+        b.ingest("r1", "r2", "r3")
+        outputs = b.process("r1", *(["r2"] if done_before else []), process=2)
+        b.commit(1, process=2)  # r2's offset was never stored: the crash came first
+        b.add(K.CRASH, process=2, detail="process")
+        b.fetch(1)
+        outputs += b.process("r3")  # resumed after the last output
+        if not done_before:
+            outputs += b.process("r2", process=3)
+        return b.finish(*outputs)
+
+    assert_valid(history(done_before=True))
+    assert [a.kind for a in check(history(done_before=False), EO).anomalies] == [AnomalyKind.SKIP]
 
 
 def test_skip_a_fetch_with_no_offset_starts_at_the_truncation_point() -> None:
@@ -791,31 +817,35 @@ def test_skip_a_fetch_with_no_offset_starts_at_the_truncation_point() -> None:
             ("r2",),
             (9, 10),
             "process 1 read offset 2 of partition 'p' after a fetch that found no stored "
-            "offset (event 9): offsets 1 to 1 skipped (1 appended records)",
+            "offset (event 9): offsets 1 to 1 skipped (1 acknowledged records)",
         ),
     )
 
 
 def test_skip_a_read_past_a_truncation_is_compared_with_the_log_s_start() -> None:
-    # process 1 reads r1; process 2 does r2 and r3 and truncates the log up to offset `at`;
-    # process 1's reader, opened without a fetch, goes on at offset 3 (r4)
-    def history(at: int, *, r3_done: bool = True) -> History:
+    # process 1 reads r1; process 2 does r2 and truncates the log up to offset `at`;
+    # process 1's reader, opened without a fetch, goes on at offset 3 (r4); r3 is done by
+    # process 2 before, after or never
+    def history(at: int, r3: str) -> History:
         b = Builder()
         b.ingest("r1", "r2", "r3", "r4")
         outputs = b.process("r1")
-        outputs += b.process(*(["r2", "r3"] if r3_done else ["r2"]), process=2)
+        outputs += b.process(*(["r2", "r3"] if r3 == "before" else ["r2"]), process=2)
         b.add(K.TRUNCATE, partition="p", offset=at, process=2)
         outputs += b.process("r4")
+        if r3 == "after":
+            outputs += b.process("r3", process=2)
         return b.finish(*outputs)
 
-    assert_valid(history(3))  # nothing below the log's start is owed to a reader
+    assert_valid(history(3, "before"))  # nothing below the log's start is owed to a reader
+    assert_valid(history(3, "after"))
     for guarantee in BOTH:  # a jump above the log's start still is a skip
-        skip = only(check(history(2), guarantee))
+        skip = only(check(history(2, "after"), guarantee))
         assert skip.kind is AnomalyKind.SKIP
         assert skip.witnesses[0].record_ids == ("r3",)
         assert "offsets 2 to 2 skipped" in skip.witnesses[0].detail
     # a record truncated before it was done is lost, not skipped
-    assert [a.kind for a in check(history(3, r3_done=False), EO).anomalies] == [AnomalyKind.LOST]
+    assert [a.kind for a in check(history(3, "never"), EO).anomalies] == [AnomalyKind.LOST]
 
     # after a fetch, too: the fetched offset or the log's start, whichever is higher
     b = Builder()
@@ -837,7 +867,73 @@ def test_skip_counts_each_jump_once_and_caps_the_skipped_records() -> None:
     skip = only(check(b.finish(*outputs), EO))
     assert skip.count == 1
     assert skip.witnesses[0].record_ids == ("r1", "r2", "r3", "r4", "r5")
-    assert skip.witnesses[0].detail.endswith("offsets 1 to 7 skipped (7 appended records)")
+    assert skip.witnesses[0].detail.endswith("offsets 1 to 7 skipped (7 acknowledged records)")
+
+
+def _gapped(marker_after: tuple[str, ...], aborted: tuple[str, ...] = ()) -> Builder:
+    """A builder whose partition ``p`` is written as Kafka writes a transactional topic: a
+    commit marker takes the offset after each record of ``marker_after``, and the records of
+    ``aborted`` are appended (never acknowledged) with an abort marker after them."""
+    b = Builder()
+    original = b.append
+
+    def append(record_id: str, **fields: Any) -> int:
+        index = original(record_id, **fields)
+        if record_id in marker_after or record_id in aborted:
+            b.next_offset["p"] += 1  # the marker's offset
+        return index
+
+    b.append = append  # type: ignore[method-assign]
+    return b
+
+
+def test_skip_counts_records_not_offsets_a_gap_of_markers_and_aborted_records_is_no_skip() -> None:
+    # offsets: r1 0, marker 1, r2 2, marker 3, x1 4 (aborted), marker 5, r3 6, marker 7
+    def history(*, resume: int) -> History:
+        b = _gapped(("r1", "r2", "r3"), aborted=("x1",))
+        b.ingest("r1", "r2")
+        b.append("x1")  # an aborted upstream transaction: appended, never acknowledged
+        b.ingest("r3")
+        assert [b.records[r].offset for r in ("r1", "r2", "x1", "r3")] == [0, 2, 4, 6]
+        outputs = b.process("r1", "r2", process=2)
+        b.commit(3, process=2)  # r2's offset + 1: the marker's, as librdkafka commits it
+        b.fetch(resume)
+        outputs += b.process("r3")
+        return b.finish(*outputs)
+
+    # resumed at a marker, an aborted record, the next marker: nothing owed in between
+    for resume in (3, 4, 5):
+        assert_valid(history(resume=resume))
+    b = _gapped(("r1", "r2", "r3"), aborted=("x1",))
+    b.ingest("r1", "r2")
+    b.append("x1")
+    b.ingest("r3")
+    assert_valid(b.finish(*b.process("r1", "r2", "r3")))  # consecutive reads across the gaps
+
+    # a read that jumps an acknowledged record across a gap still is a skip, counting it only
+    b = _gapped(("r1", "r2", "r3"), aborted=("x1",))
+    b.ingest("r1", "r2")
+    b.append("x1")
+    b.ingest("r3")
+    first = b.read("r1")
+    outputs = [b.emit("r1")]
+    jump = b.read("r3")
+    outputs.append(b.emit("r3"))
+    outputs += b.process("r2", process=2)
+    jumped = b.finish(*outputs)
+    for guarantee in BOTH:
+        assert only(check(jumped, guarantee)) == Anomaly(
+            AnomalyKind.SKIP,
+            1,
+            (
+                Witness(
+                    ("r2",),
+                    (first, jump),
+                    "process 1 read offset 6 of partition 'p' after a read of offset 0 "
+                    f"(event {first}): offsets 1 to 5 skipped (1 acknowledged records)",
+                ),
+            ),
+        )
 
 
 # --------------------------------------------------------------------------------------------

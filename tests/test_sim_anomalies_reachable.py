@@ -71,7 +71,9 @@ WITNESSES: dict[str, Witness] = {
     "nonmonotonic": Witness(
         async_unordered_emitter, ALO, (Produce(count=3), Reorder(pick=1), Run(10)), ORDERED
     ),
-    "skip": Witness(off_by_one_resume, ALO, (Produce(count=3), Run(6), Crash(), Run(10))),
+    # the crash comes before the second record is read: the restart jumps a record nobody
+    # read (one read before the crash is behind the reading frontier: lost, not skip)
+    "skip": Witness(off_by_one_resume, ALO, (Produce(count=3), Run(5), Crash(), Run(10))),
     "offset-ahead": Witness(commit_before_processing, ALO, (Produce(count=1), Run(3), Crash())),
     "offset-regression": Witness(rewind_on_restart, EO, (Produce(count=2), Run(10), Crash())),
     "stale": Witness(

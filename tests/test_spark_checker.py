@@ -406,7 +406,8 @@ def test_rare_shapes_many_parts_and_appends_out_of_offset_order(spark: Any, tmp_
 @pytest.mark.slow
 def test_a_read_past_a_truncation_is_judged_alike(spark: Any, tmp_path: Path) -> None:
     """The skip rule's floor is the log's start: process 2 truncates the log (at offset 3,
-    then at 2), process 1's open reader goes on at offset 3; after a fetch, too."""
+    then at 2), process 1's open reader goes on at offset 3 (r3 is read by process 2 only
+    afterwards: a record read before is behind the reading frontier); after a fetch, too."""
     runs = []
     for truncated_at in (3, 2):
         b = HistoryBuilder({})
@@ -415,9 +416,9 @@ def test_a_read_past_a_truncation_is_judged_alike(spark: Any, tmp_path: Path) ->
             b.at(K.ACK, rid)
         b.at(K.READ, "r1", process=1)
         b.at(K.READ, "r2", process=2)
-        b.at(K.READ, "r3", process=2)
         b.add(K.TRUNCATE, process=2, partition="p", offset=truncated_at)
         b.at(K.READ, "r4", process=1)
+        b.at(K.READ, "r3", process=2)
         b.add(K.FETCH, process=3, partition="p", offset=1)
         b.add(K.TRUNCATE, process=2, partition="p", offset=4)
         b.at(K.READ, "r4", process=3)

@@ -53,14 +53,23 @@ lost-record half of ``offset-ahead``) are not assessed.
     and both ``observe`` events.
 ``skip``
     Per process and partition, over ``read`` events not marked ``redelivered`` (redeliveries
-    are ignored here): a read at an offset above ``max(o + 1, t)``, ``o`` the previous read's
-    offset and ``t`` the last ``truncate`` offset of the partition so far (0 if none: records
-    below the log's start cannot be read, and whether they were done first is for ``lost``
-    and ``offset-ahead`` to say); and the first read after a ``fetch`` of that partition by
-    that process that returned ``c``, when the read offset is above ``max(c, t)`` (``c`` null:
-    0); such a read is compared with the fetch, not with the previous read. Witness: the two
-    events and the skipped records (the first :data:`MAX_WITNESSES` appended ones in the
-    skipped range).
+    are ignored here): a read at offset ``o'`` that jumps an acknowledged record, i.e. some
+    acknowledged record (one with an ``ack``, whenever it came) was appended at an offset
+    ``max(o + 1, t) <= x < o'``, ``o`` the previous read's offset and ``t`` the last
+    ``truncate`` offset of the partition so far (0 if none: records below the log's start
+    cannot be read, and whether they were done first is for ``lost`` and ``offset-ahead`` to
+    say); and the first read after a ``fetch`` of that partition by that process that
+    returned ``c``, when such a record lies in ``max(c, t) <= x < o'`` (``c`` null: 0); such
+    a read is compared with the fetch, not with the previous read. The range starts no lower
+    than ``h + 1``, ``h`` the highest offset of the partition any process read before (the
+    reading frontier): a reader that resumes past records already read (after the output
+    that covers them, as a processor resuming from its last output does) jumps nothing new,
+    and whether those were done is for ``lost`` and ``duplicate`` to say. Records are
+    counted, not offsets: a gap that holds no acknowledged record (Kafka's transaction
+    markers, the records of an aborted upstream transaction, an unacknowledged append) is
+    not a skip.
+    Witness: the two events and the skipped records (the first :data:`MAX_WITNESSES`
+    acknowledged ones in the skipped range, in append order) and how many there are.
 ``stale``
     Entity sinks (``SinkKind.ENTITY``) only, in a settled run. The truth per key is the last
     acknowledged non-poison record with that key in each partition (by the offset of its
@@ -106,6 +115,7 @@ record ids), at most :data:`MAX_WITNESSES` per anomaly, so a history always gets
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -234,6 +244,9 @@ class _Facts:
     """table sink -> key -> last observe."""
     drained: bool = False
     has_log_sink: bool = False
+    owed: dict[str, tuple[list[int], list[tuple[int, str]]]] | None = None
+    """partition -> the offsets of its acknowledged records' appends, sorted, and each one's
+    (append index, record id) in that order (built when a skip rule first asks)."""
 
     def __post_init__(self) -> None:
         sinks = self.history.meta.sinks
@@ -289,6 +302,17 @@ class _Facts:
     def expected_parts(self, record_id: str) -> list[int]:
         return sorted({0} | self.emitted_parts.get(record_id, set()))
 
+    def owed_between(self, partition: str, low: int, high: int) -> tuple[list[str], int]:
+        """The first :data:`MAX_WITNESSES` acknowledged records appended at offsets
+        ``low <= o < high`` of ``partition`` (in append order), and how many there are: what
+        a reader that jumps from ``low`` to ``high`` skips."""
+        if self.owed is None:
+            self.owed = _owed_index(self)
+        offsets, appended = self.owed.get(partition, ([], []))
+        start, stop = bisect_left(offsets, low), bisect_left(offsets, high)
+        chosen = heapq.nsmallest(MAX_WITNESSES, appended[start:stop])
+        return [record_id for _, record_id in chosen], stop - start
+
     def records_between(self, partition: str, low: int, high: int) -> tuple[list[str], int]:
         """The first :data:`MAX_WITNESSES` appended records at offsets ``low <= o < high`` of
         ``partition``, and how many there are."""
@@ -297,6 +321,20 @@ class _Facts:
         stop = bisect_left(offsets, high)
         records = self.partition_records.get(partition, [])
         return records[start : min(stop, start + MAX_WITNESSES)], max(0, stop - start)
+
+
+def _owed_index(facts: _Facts) -> dict[str, tuple[list[int], list[tuple[int, str]]]]:
+    """:attr:`_Facts.owed`: every append of an acknowledged record, by partition and offset."""
+    places: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
+    for event in facts.history.events:
+        if event.kind is _K.APPEND and event.record_id in facts.acks:
+            assert event.partition is not None and event.offset is not None
+            places[event.partition].append((event.offset, event.index, event.record_id))
+    index = {}
+    for partition, rows in places.items():
+        rows.sort()
+        index[partition] = ([o for o, _, _ in rows], [(i, r) for _, i, r in rows])
+    return index
 
 
 def _entity_truth(facts: _Facts) -> dict[str, dict[str, str]]:
@@ -543,40 +581,63 @@ def _check_order(facts: _Facts, nonmonotonic: _Occurrences) -> None:
 def _check_skips(facts: _Facts, skip: _Occurrences) -> None:
     """skip, over each process's reads of each partition."""
     truncated: dict[str, int] = {}
+    frontier: dict[str, int] = {}
     fetched: dict[tuple[int, str], tuple[int, int | None]] = {}
     previous: dict[tuple[int, str], tuple[int, int]] = {}
     for event in facts.history.events:
         kind = event.kind
-        if kind is _K.TRUNCATE:
+        if kind is _K.READ:
+            assert event.partition is not None and event.offset is not None
+            highest = frontier.get(event.partition, -1)
+            frontier[event.partition] = max(highest, event.offset)
+            if event.detail == REDELIVERED:
+                continue
+            _skip_of(facts, skip, event, highest, truncated, fetched, previous)
+        elif kind is _K.TRUNCATE:
             assert event.partition is not None and event.offset is not None
             truncated[event.partition] = event.offset
         elif kind is _K.FETCH:
             assert event.process is not None and event.partition is not None
             fetched[(event.process, event.partition)] = (event.index, event.offset)
-        elif kind is _K.READ and event.detail != REDELIVERED:
-            assert event.process is not None and event.partition is not None
-            assert event.offset is not None
-            stream = (event.process, event.partition)
-            offset = event.offset
-            fetch = fetched.pop(stream, None)
-            if fetch is not None:
-                before, fetch_offset = fetch
-                since = wording.since_fetch(fetch_offset, before)
-                low = 0 if fetch_offset is None else fetch_offset
-            elif stream in previous:
-                last_offset, before = previous[stream]
-                low = last_offset + 1
-                since = wording.since_read(last_offset, before)
-            else:
-                low = offset
-            # records below the log's start cannot be read: whether they were done before
-            # being truncated is for the lost and offset-ahead rules to say
-            low = max(low, truncated.get(event.partition, 0))
-            if offset > low:
-                records, skipped = facts.records_between(event.partition, low, offset)
-                detail = wording.skip(event.process, offset, event.partition, since, low, skipped)
-                skip.add(witness(records, (before, event.index), detail))
-            previous[stream] = (offset, event.index)
+
+
+def _skip_of(
+    facts: _Facts,
+    skip: _Occurrences,
+    event: Event,
+    highest: int,
+    truncated: Mapping[str, int],
+    fetched: dict[tuple[int, str], tuple[int, int | None]],
+    previous: dict[tuple[int, str], tuple[int, int]],
+) -> None:
+    """The skip (if any) of one ``read``; ``highest``: the highest offset of its partition
+    any process read before it (-1: none)."""
+    assert event.process is not None and event.partition is not None
+    assert event.offset is not None
+    stream = (event.process, event.partition)
+    offset = event.offset
+    fetch = fetched.pop(stream, None)
+    if fetch is not None:
+        before, fetch_offset = fetch
+        since = wording.since_fetch(fetch_offset, before)
+        low = 0 if fetch_offset is None else fetch_offset
+    elif stream in previous:
+        last_offset, before = previous[stream]
+        low = last_offset + 1
+        since = wording.since_read(last_offset, before)
+    else:
+        low = offset
+    # records below the log's start cannot be read: whether they were done before
+    # being truncated is for the lost and offset-ahead rules to say; records at or
+    # below the highest offset read before are behind the reading frontier: a
+    # reader resuming past them (after an output that covers them, say) jumps
+    # nothing new, and whether they were done is for lost and duplicate to say
+    low = max(low, truncated.get(event.partition, 0), highest + 1)
+    records, skipped = facts.owed_between(event.partition, low, offset) if offset > low else ([], 0)
+    if skipped:
+        detail = wording.skip(event.process, offset, event.partition, since, low, skipped)
+        skip.add(witness(records, (before, event.index), detail))
+    previous[stream] = (offset, event.index)
 
 
 def _check_offsets(

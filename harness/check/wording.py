@@ -212,7 +212,7 @@ def since_read(offset: int, event: int) -> str:
 def skip(process: int, offset: int, partition: str, since: str, low: int, skipped: int) -> str:
     return (
         f"process {process} read offset {offset} of partition {partition!r} after {since}: "
-        f"offsets {low} to {offset - 1} skipped ({skipped} appended records)"
+        f"offsets {low} to {offset - 1} skipped ({skipped} acknowledged records)"
     )
 
 

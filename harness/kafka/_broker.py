@@ -233,6 +233,8 @@ class Broker:
         self._offsets: dict[str, int] = dict.fromkeys(wiring.outputs + wiring.unchecked, 0)
         self.created: dict[str, int] = {}
         """Topics an admin client created during the run, and their partition counts."""
+        self.exact: dict[str, tuple[DLSN, int]] = {}
+        """The checked group's last committed offset per partition, and its DLSN."""
         self.reset_once: set[str] = set()
         """Partitions whose position an offset reset has resolved at least once."""
         self.notes: set[str] = set()
@@ -309,27 +311,37 @@ class Broker:
         return {**declared, **dict.fromkeys(self._offsets, 1), **self.created}
 
     def watermarks(self, name: str) -> tuple[int, int]:
-        return self.world.low_watermark[name], len(self.world.dlsns[name])
+        """The partition's low and high watermarks (the high one after the last marker of a
+        transactional input)."""
+        world = self.world
+        return world.shown(name, world.low_watermark[name]), world.end_offset[name]
+
+    def readable(self, name: str) -> int:
+        """The offset after the last committed record: a position below it has a record
+        to read (markers and aborted records after it are stepped over, never returned)."""
+        return self.world.shown(name, len(self.world.dlsns[name]))
 
     # -- reading -----------------------------------------------------------------------
 
     def read(self, rt: Runtime, cursor: Cursor) -> InputRecord | None:
         """The record at the cursor's position, if it is there; records a ``read``."""
         world = self.world
-        pos = cursor.position
-        assert pos is not None
+        assert cursor.position is not None
+        # a read_committed reader steps over markers and aborted records to the next record
+        at = world.position_of(cursor.name, cursor.position)
         dlsns = world.dlsns[cursor.name]
-        if pos >= len(dlsns):
+        if at >= len(dlsns):
             return None
+        pos = world.offset_of(cursor.name, at)
         reader = cursor.reader
-        if reader is None or cursor.reader_pos != pos:
+        if reader is None or cursor.reader_pos != at:
             self.close_reader(rt, cursor)
-            reader = cursor.reader = world.logs[cursor.name].open_reader(dlsns[pos])
+            reader = cursor.reader = world.logs[cursor.name].open_reader(dlsns[at])
             rt.inst.readers.append(reader)
         item = reader.read_next()
         if item is None:  # pragma: no cover - committed records are always readable
             return None
-        cursor.reader_pos = pos + 1
+        cursor.reader_pos = at + 1
         record_id, key, value, poison = decode_input(item.payload, f"input log {cursor.name!r}")
         world.record(
             EventKind.READ,
@@ -383,7 +395,10 @@ class Broker:
             raw = world.store.get_state(self._state_key(group, name))
             return None if raw is None else int(raw)
         dlsn = world.store.get(name)
-        offset = None if dlsn is None else world.position(name, dlsn)
+        offset = None if dlsn is None else world.shown(name, world.position(name, dlsn))
+        exact = self.exact.get(name)
+        if exact is not None and dlsn == exact[0]:
+            offset = exact[1]  # what the client committed, inside a gap of markers
         world.record(
             EventKind.FETCH,
             process=rt.process,
@@ -399,14 +414,17 @@ class Broker:
         return generation
 
     def _dlsn(self, name: str, offset: int, call: str) -> DLSN:
-        dlsns = self.world.dlsns[name]
-        if 0 <= offset < len(dlsns):
-            return dlsns[offset]
-        if offset == len(dlsns):
+        world = self.world
+        dlsns = world.dlsns[name]
+        at = world.position_of(name, offset) if offset >= 0 else -1
+        if 0 <= at < len(dlsns):
+            return dlsns[at]
+        end = world.end_offset[name]
+        if 0 <= offset <= end:
             return dlsns[-1].next() if dlsns else DLSN.INITIAL
         raise NotModelled(
             f"{call} of offset {offset} for {name}",
-            f"the partition ends at {len(dlsns)}; offsets beyond the end are not modelled",
+            f"the partition ends at {end}; offsets beyond the end are not modelled",
         )
 
     def commit_offsets(
@@ -417,7 +435,8 @@ class Broker:
             return
         if self._checked(group):
             dlsns = {name: self._dlsn(name, off, call) for name, off in offsets.items()}
-            rt.ctx.offsets._write(dlsns, None, None, False)
+            rt.ctx.offsets._write(dlsns, None, None, False, exact=offsets)
+            self._remember(dlsns, offsets)
         else:
             state = {self._state_key(group, n): str(o).encode() for n, o in offsets.items()}
             rt.ctx.offsets._write(None, None, state, False)
@@ -439,8 +458,17 @@ class Broker:
                     checked[name] = self._dlsn(name, off, "send_offsets_to_transaction")
                 else:
                     state[self._state_key(group, name)] = str(off).encode()
-        rt.ctx.offsets._write(checked, None, state, False)
+        exact = {name: off for parts in offsets.values() for name, off in parts.items()}
+        exact = {name: exact[name] for name in checked}
+        rt.ctx.offsets._write(checked, None, state, False, exact=exact)
+        self._remember(checked, exact)
         self.world.record(EventKind.TXN_COMMIT, process=rt.process, txn=txn)
+
+    def _remember(self, dlsns: Mapping[str, DLSN], offsets: Mapping[str, int]) -> None:
+        """The checked group's offsets as committed: several offsets in a gap of markers
+        stand for one DLSN, and a fetch gives back the one committed."""
+        for name, dlsn in dlsns.items():
+            self.exact[name] = (dlsn, offsets[name])
 
     # -- producing ---------------------------------------------------------------------
 

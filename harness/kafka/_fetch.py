@@ -158,7 +158,7 @@ class Fetcher:
                     return event
                 pos = cursor.position
             assert pos is not None
-            if pos < high or (self.eof and cursor.eof_at != pos):
+            if pos < broker.readable(cursor.name) or (self.eof and cursor.eof_at != pos):
                 ready.append(cursor)
         if not ready:
             return None

@@ -79,6 +79,7 @@ def to_spec(app: KafkaApp, env_read: set[str]) -> dict[str, Any] | None:
         "encode": encode,
         "effects": [source.to_json() for source in wiring.effects],
         "backlog_owed": wiring.backlog_owed,
+        **({"transactional_input": True} if app.topology.transactional_input else {}),
     }
 
 
@@ -116,6 +117,7 @@ def from_spec(data: Mapping[str, Any]) -> KafkaApp:
             encode=_decoder(data.get("encode") or {"kind": "json"}),
             effects=[effect_from_json(e) for e in data.get("effects", ())],
             backlog_owed=data.get("backlog_owed", True),
+            transactional_input=data.get("transactional_input", False),
             name=data.get("name"),
         )
     except (KeyError, TypeError) as exc:

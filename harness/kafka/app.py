@@ -300,7 +300,11 @@ class KafkaApp:
     or strategy, or any ``f(record_id, key, value) -> (key bytes, value bytes)``);
     ``backlog_owed=False``: records written before the application first starts are not
     held against an ``auto.offset.reset=latest`` consumer (its first reset of a partition
-    starts at the beginning, as if it had been running before them).
+    starts at the beginning, as if it had been running before them);
+    ``transactional_input=True``: the input topics are written by a transactional
+    producer, so their offsets have gaps as Kafka's do (each batch's commit marker, and
+    the aborted records and abort marker of a producer that crashed, take offsets; a
+    read_committed consumer steps over them, a read_uncommitted one reads aborted records).
     """
 
     def __init__(
@@ -320,6 +324,7 @@ class KafkaApp:
         effects: Iterable[EffectSource] = (),
         env: Mapping[str, str] | None = None,
         backlog_owed: bool = True,
+        transactional_input: bool = False,
     ) -> None:
         self._target = _locate(target)
         inputs, outputs, unchecked = tuple(inputs), tuple(outputs), tuple(unchecked)
@@ -331,8 +336,12 @@ class KafkaApp:
                 f"effects={[e.sink for e in chosen]}"
             )
         _check_topics(inputs, outputs, unchecked, chosen)
-        if type(backlog_owed) is not bool:
-            raise ConfigError(f"backlog_owed must be True or False, got {backlog_owed!r}")
+        for flag, value in (
+            ("backlog_owed", backlog_owed),
+            ("transactional_input", transactional_input),
+        ):
+            if type(value) is not bool:
+                raise ConfigError(f"{flag} must be True or False, got {value!r}")
         self.env = _environment(env)
         self.wiring = Wiring(
             inputs, outputs, unchecked, partitions, group, lineage, encode, chosen, backlog_owed
@@ -342,6 +351,7 @@ class KafkaApp:
             sinks={t: log_sink() for t in (*outputs, *(e.sink for e in chosen))},
             offset_sync=True,  # committed offsets live on the brokers: a machine crash keeps them
             names=tuple(f"{t}[{p}]" for t in inputs for p in range(partitions)),
+            transactional_input=transactional_input,
         )
         self.app_args = tuple(argv)
         scripted = self._target.attribute is None or bool(argv)

@@ -138,6 +138,12 @@ def _add_payloads(parser: argparse.ArgumentParser) -> None:
         help="records written before the app first starts are not owed: its first "
         "auto.offset.reset=latest of a partition starts at the beginning",
     )
+    parser.add_argument(
+        "--transactional-input",
+        action="store_true",
+        help="the input topics are written by a transactional producer: offsets have gaps "
+        "(markers, aborted records), as on a real transactional topic",
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -231,6 +237,7 @@ def _app(args: argparse.Namespace, app_args: Sequence[str]) -> Any:
         effects=effects,
         env=_env(args.env),
         backlog_owed=not args.backlog_not_owed,
+        transactional_input=args.transactional_input,
     )
 
 

@@ -18,7 +18,9 @@ Semantics follow librdkafka's documentation (``CONFIGURATION.md``, ``rdkafka.h``
   or the position is out of range (retention truncated it).
 * ``enable.partition.eof`` delivers one ``_PARTITION_EOF`` error message each time a
   partition's end is reached. ``isolation.level``: input topics hold no transactional
-  records, so both levels read the same.
+  records unless the app runs with ``transactional_input`` (then both levels step over
+  the markers and aborted records that take offsets: read_uncommitted is not modelled
+  apart), so both levels read the same.
 * Producer: ``produce()`` queues; the queue is sent when the background timer fires,
   at ``poll()``/``flush()``; delivery callbacks are served by ``poll()``/``flush()``. A lost
   acknowledgement (``LoseAck``) makes the client resend: without ``enable.idempotence`` the

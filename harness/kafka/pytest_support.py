@@ -12,7 +12,8 @@
         )
 
 ``outputs`` may be empty when ``effects`` (:mod:`harness.effects`) are checked instead;
-``encode``, ``env`` and ``backlog_owed`` are :class:`~harness.kafka.KafkaApp`'s;
+``encode``, ``env``, ``backlog_owed`` and ``transactional_input`` are
+:class:`~harness.kafka.KafkaApp`'s;
 ``max_problems`` (default 5) is how many distinct problems to look for.
 
 It builds a :class:`~harness.kafka.KafkaApp` and calls the ``harness_explore`` fixture with
@@ -66,6 +67,7 @@ class KafkaExplorer:
         env: Mapping[str, str] | None = None,
         backlog_owed: bool = True,
         max_problems: int | None = None,
+        transactional_input: bool = False,
     ) -> Exploration:
         __tracebackhide__ = True
         app = KafkaApp(
@@ -81,6 +83,7 @@ class KafkaExplorer:
             encode=json_values if encode is None else encode,
             env=env,
             backlog_owed=backlog_owed,
+            transactional_input=transactional_input,
         )
         try:
             return self._explore(

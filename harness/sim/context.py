@@ -122,7 +122,7 @@ class Source:
             EventKind.READ,
             process=inst.number,
             partition=delivery.partition,
-            offset=delivery.offset,
+            offset=self._ctx._sim.world.offset_of(delivery.partition, delivery.offset),
             record_id=delivery.record_id,
             dlsn=delivery.dlsn.serialize(),
             detail="redelivered" if delivery.redelivered else None,
@@ -161,11 +161,12 @@ class Offsets:
         world.fetched_low[(ctx._inst.number, partition)] = world.low_watermark[partition]
         # the event's offset is where a reader opened at the stored offset resumes: the
         # log's start when a truncation (the processor's own) hid the stored position
+        resume = world.resume_position(partition, dlsn)
         world.record(
             EventKind.FETCH,
             process=ctx._inst.number,
             partition=partition,
-            offset=world.resume_position(partition, dlsn),
+            offset=None if resume is None else world.shown(partition, resume),
             dlsn=None if dlsn is None else dlsn.serialize(),
         )
         return dlsn
@@ -215,8 +216,11 @@ class Offsets:
         state: Mapping[str, bytes | None] | None,
         fenced: bool,
         increments: Mapping[str, Mapping[str, int]] | None = None,
+        exact: Mapping[str, int] | None = None,
     ) -> None:
-        """The atomic write itself (not a fault point: a transaction's commit calls it)."""
+        """The atomic write itself (not a fault point: a transaction's commit calls it).
+        ``exact``: the offsets the commit events show, when the caller knows them better
+        than the DLSNs say (a Kafka client's committed offset inside a gap of markers)."""
         ctx = self._ctx
         world = ctx._sim.world
         inst = ctx._inst
@@ -231,7 +235,7 @@ class Offsets:
             world.check_partition(partition)
             if type(dlsn) is not DLSN:
                 raise ConfigError(f"offset for {partition!r} must be a DLSN, got {dlsn!r}")
-            positions[partition] = world.commit_position(partition, dlsn)
+            positions[partition] = world.shown(partition, world.commit_position(partition, dlsn))
         puts = self._entries(tables, "tables")
         added = self._entries(increments, "increments")
         both = sorted({(t, k) for t, k, _ in puts} & {(t, k) for t, k, _ in added})
@@ -254,7 +258,7 @@ class Offsets:
                 EventKind.COMMIT,
                 process=inst.number,
                 partition=partition,
-                offset=positions[partition],
+                offset=(exact or positions).get(partition, positions[partition]),
                 dlsn=dlsn.serialize(),
             )
         for table, key, count in puts:

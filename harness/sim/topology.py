@@ -149,7 +149,12 @@ class Topology:
     once, so the processor must deduplicate by ``Delivery.record_id``, not by position;
     ``payloads`` chooses the input: record ``n`` gets key and value
     ``payloads[n % len(payloads)]`` (pairs such as ``("k1", 0)``) instead of the generated
-    ones, for bugs that only some keys or values show (a zero, an empty key).
+    ones, for bugs that only some keys or values show (a zero, an empty key);
+    ``transactional_input=True`` says the input's producer is transactional, as a Kafka
+    topic's can be: each ``Produce`` step is one upstream transaction whose commit marker
+    takes the offset after its records, and a producer crash (``Produce(ack=False)``)
+    leaves its records in the partition, aborted, followed by an abort marker; so the
+    offsets in the history (and those the Kafka doubles show) have gaps, as Kafka's do.
     """
 
     partitions: int = 1
@@ -163,6 +168,7 @@ class Topology:
     names: tuple[str, ...] = ()
     """The input partitions' names (default ``in-0``, ``in-1``, ...): a door whose system
     names its inputs (Kafka's ``orders[0]``) has the history and every report speak them."""
+    transactional_input: bool = False
 
     def __post_init__(self) -> None:
         for name in ("partitions", "keys", "segment_records"):
@@ -176,7 +182,7 @@ class Topology:
                 "Topology poison_every must be an int in [0, 10000], got "
                 f"{shown(self.poison_every)}"
             )
-        for name in ("offset_sync", "upstream_resends"):
+        for name in ("offset_sync", "upstream_resends", "transactional_input"):
             if type(getattr(self, name)) is not bool:
                 raise ConfigError(
                     f"Topology {name} must be True or False, got {shown(getattr(self, name))}"
@@ -224,7 +230,8 @@ class Topology:
         return sorted(n for n, s in self.sinks.items() if s.kind is SinkKind.TABLE)
 
     def to_json(self) -> dict[str, Any]:
-        """The topology as JSON; ``upstream_resends`` and ``payloads`` only when set, so
+        """The topology as JSON; ``upstream_resends``, ``payloads``, ``names`` and
+        ``transactional_input`` only when set, so
         that a topology without them has the form (and the run ids) it had before they
         existed."""
         data: dict[str, Any] = {
@@ -241,6 +248,8 @@ class Topology:
             data["payloads"] = [list(pair) for pair in self.payloads]
         if self.names:
             data["names"] = list(self.names)
+        if self.transactional_input:
+            data["transactional_input"] = True
         return data
 
     @classmethod
@@ -297,6 +306,7 @@ class Topology:
                 upstream_resends=data.get("upstream_resends", False),
                 payloads=data.get("payloads", ()),
                 names=tuple(data.get("names", ())),
+                transactional_input=data.get("transactional_input", False),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, ConfigError):

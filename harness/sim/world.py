@@ -116,6 +116,12 @@ class World:
         self.dlsns: dict[str, list[DLSN]] = {p: [] for p in self.partitions}
         self.record_ids: dict[str, list[str]] = {p: [] for p in self.partitions}
         self.low_watermark: dict[str, int] = dict.fromkeys(self.partitions, 0)
+        # the offset each committed record shows (its position, unless the input is
+        # transactional: then markers and aborted records take offsets too) and the next
+        # offset the partition gives (Kafka's high watermark: after the last marker)
+        self.gaps = topology.transactional_input
+        self.offsets: dict[str, list[int]] = {p: [] for p in self.partitions}
+        self.end_offset: dict[str, int] = dict.fromkeys(self.partitions, 0)
         # per (instance, partition): the low watermark when the instance last fetched the
         # stored offset and has not opened a reader of the partition since
         self.fetched_low: dict[tuple[int, str], int] = {}
@@ -164,6 +170,29 @@ class World:
         if (dlsn.segment, dlsn.entry) == (end.segment, end.entry):
             return len(dlsns) + dlsn.slot - end.slot
         return len(dlsns) + 1
+
+    def shown(self, partition: str, position: int) -> int:
+        """The offset that stands for ``position`` (the next record to read is the
+        ``position``-th) in the history and to Kafka clients: the position itself, or, with
+        transactional input, the offset after the record before it (0 for the first), so a
+        resume point never claims the markers and aborted records before the next record;
+        past the end, as far past the last record's next offset."""
+        if not self.gaps or position <= 0:
+            return position
+        offsets = self.offsets[partition]
+        if not offsets:
+            return position
+        return offsets[min(position, len(offsets)) - 1] + 1 + max(0, position - len(offsets))
+
+    def offset_of(self, partition: str, position: int) -> int:
+        """The offset of the committed record at ``position``."""
+        return self.offsets[partition][position] if self.gaps else position
+
+    def position_of(self, partition: str, offset: int) -> int:
+        """The position of the first committed record at ``offset`` or after it."""
+        if not self.gaps:
+            return offset
+        return bisect.bisect_left(self.offsets[partition], offset)
 
     def check_partition(self, partition: object) -> str:
         if partition not in self.dlsns:
@@ -243,12 +272,15 @@ class World:
         commit and acknowledge them, or (``ack`` False) abort: the producer crashed."""
         writer = self._producer_writer(partition)
         record = self.record
-        base = len(self.dlsns[partition])
+        # an aborted transaction's records and a marker keep their offsets
+        base = self.end_offset[partition] if self.gaps else len(self.dlsns[partition])
         resends = self.topology.upstream_resends  # only an upstream that resends keeps them
+        written = 0
         for i, (record_id, key, value, poison) in enumerate(records):
             if stop is not None and i & 1023 == 1023 and stop():
                 ack = False
                 break
+            written += 1
             payload = encode_input(record_id, key, value, poison=poison)
             writer.write(LogRecord(self.next_txid(partition), payload))
             if resends:
@@ -262,6 +294,8 @@ class World:
                 value=value,
                 detail=RESENT if resent else POISON if poison else None,
             )
+        if self.gaps:  # the commit or abort marker
+            self.end_offset[partition] = base + written + 1
         if not ack:
             writer.abort()
             del self._producer_writers[partition]
@@ -269,17 +303,21 @@ class World:
         writer.commit()
         reader = self._producer_readers[partition]
         dlsns, ids = self.dlsns[partition], self.record_ids[partition]
+        offsets, first = self.offsets[partition], len(dlsns)
         while (item := reader.read_next()) is not None:
             rid, _, _, _ = decode_input(item.payload, f"input log {partition!r}")
+            offsets.append(base + len(dlsns) - first if self.gaps else len(dlsns))
             dlsns.append(item.dlsn)
             ids.append(rid)
             record(
                 EventKind.ACK,
                 partition=partition,
-                offset=len(dlsns) - 1,
+                offset=offsets[-1],
                 record_id=rid,
                 dlsn=item.dlsn.serialize(),
             )
+        if not self.gaps:
+            self.end_offset[partition] = len(dlsns)
 
     def truncate(self, partition: str, upto: int) -> None:
         """Retention: truncate below ``upto``, never past the durably stored offset.
@@ -332,7 +370,8 @@ class World:
         low = self.log_start(partition)
         if low > self.low_watermark[partition]:
             self.low_watermark[partition] = low
-            self.record(EventKind.TRUNCATE, process=process, partition=partition, offset=low)
+            shown = self.shown(partition, low)
+            self.record(EventKind.TRUNCATE, process=process, partition=partition, offset=shown)
 
     def log_start(self, partition: str) -> int:
         """The position of ``partition``'s first readable record (its length: none left)."""
@@ -412,7 +451,7 @@ class World:
                 self.record(
                     EventKind.ROLLBACK,
                     partition=partition,
-                    offset=now,
+                    offset=None if now is None else self.shown(partition, now),
                     dlsn=None if dlsn is None else dlsn.serialize(),
                 )
 

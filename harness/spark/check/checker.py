@@ -490,16 +490,17 @@ class _Checker:
         frames = self._record_frames(q, fused, facts, valid)
         ordering = [n for n in valid if not self.runs[n].ordered_ok]
         if ordering:
-            frames.extend(_orders(self._partition_pass(q, fused, ordering)))
+            frames.extend(_orders(self._partition_pass(q, fused, facts, ordering)))
         frames.extend(self._other_frames(q, fused, facts, valid))
         if not frames:
             return {}
         return self._collected(q, frames, valid, facts)
 
-    def _partition_pass(self, q: Any, fused: Fused, runs: list[int]) -> DataFrame:
+    def _partition_pass(self, q: Any, fused: Fused, facts: DataFrame, runs: list[int]) -> DataFrame:
         """The partition pass's occurrences (skip, offset-ahead, offset-regression), lazily
         (they are ranked with the other kinds'). Runs whose records are each read at most
-        once take their reads from the fused pass's cache; the others from the events."""
+        once take their reads from the fused pass's cache; the others from the events. A
+        skip is kept only where its range holds an acknowledged record (``owed_skips``)."""
         fast = [n for n in runs if not fused.totals[n]["multi_read"]]
         slow = [n for n in runs if fused.totals[n]["multi_read"]]
         sources = [fused.ladder(fast)] if fast else []
@@ -512,7 +513,9 @@ class _Checker:
             one_reader=all(summary.one_reader for summary in summaries),
             truncates=any(summary.truncates for summary in summaries),
         )
-        return found
+        # cached: the skips' ends, their partitions and the other tags all read it
+        owed: DataFrame = q.owed_skips(self.context.cache(found), facts, runs)
+        return owed
 
     def _record_frames(
         self, q: Any, fused: Fused, facts: DataFrame, valid: list[int]
@@ -642,28 +645,33 @@ class _Checker:
             {
                 (row.run, row.pno)
                 for (_, kind, sub, _), rows in by_key.items()
-                if kind == "skip" or (kind == "offset-ahead" and sub == "a")
+                if kind == "offset-ahead" and sub == "a"
                 for row in rows
             }
         )
         unsorted = q.unsorted_partitions(facts, self.context, needs_range)
         ranges: list[tuple[int, int, int | None, int, int]] = []
+        skipped: list[tuple[int, int, int | None, int, int]] = []
         exact: list[tuple[int, int, int | None, int, int]] = []
         keys: list[tuple[int, str]] = []
         big: list[tuple[int, str]] = []
         for (run, kind, sub, _), rows in by_key.items():
             for i, row in enumerate(rows):
-                ident = len(ranges) + len(exact)
+                ident = len(ranges) + len(skipped) + len(exact)
                 if kind == "skip" or (kind == "offset-ahead" and sub == "a"):
                     assert row.offset is not None
                     item = (ident, run, row.pno, _range_low(row), row.offset)
-                    (exact if (run, row.pno) in unsorted else ranges).append(item)
+                    if kind == "skip":  # the acknowledged records: a set, in any order
+                        skipped.append(item)
+                    else:
+                        (exact if (run, row.pno) in unsorted else ranges).append(item)
                     rows[i] = dataclasses.replace(row, range_id=ident)
                 elif kind == "count-mismatch" and row.key is not None:
                     keys.append((run, row.key))
                 elif kind == "lost" and row.big and row.rid is not None:
                     big.append((run, row.rid))
         between = q.records_between(facts, self.context, ranges)
+        between.update(q.records_between(facts, self.context, skipped, acknowledged=True))
         if exact:
             lists = q.append_offsets(
                 facts, self.context, sorted({(run, pno) for _, run, pno, _, _ in exact})

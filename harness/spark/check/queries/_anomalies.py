@@ -286,10 +286,11 @@ def _classified(sequenced: DataFrame) -> DataFrame:
     )
     truncated = F.coalesce(F.col("truncated"), F.lit(0).cast(_LONG))
     low = F.when(how == 0, truncated).when(how >= 1, own_off)
-    # the first offset the read was owed: after the fetched offset or the previous read, and
-    # never below the log's start (records truncated away cannot be read)
-    start = F.greatest(F.when(how == 2, own_off + 1).otherwise(low), truncated)
     best = F.col("best")
+    # the first offset the read was owed: after the fetched offset or the previous read,
+    # never below the log's start (records truncated away cannot be read), and past the
+    # highest offset any process read before (the reading frontier; greatest skips a null)
+    start = F.greatest(F.when(how == 2, own_off + 1).otherwise(low), truncated, best + 1)
     commit = kc == COMMIT
     tag = F.when(reading & how.isNotNull() & (off > start), "S").when(
         commit & ((best.isNull() & (off > 0)) | (best.isNotNull() & (off - 1 > best))), "A"
@@ -320,6 +321,48 @@ def _classified(sequenced: DataFrame) -> DataFrame:
         F.when(kind == "S", F.col("start_")).alias("start"),
     )
     return found
+
+
+def owed_skips(found: DataFrame, facts: DataFrame, runs: Sequence[int]) -> DataFrame:
+    """The partition pass's occurrences (:func:`partitions`) less the ``skip`` (S) rows whose
+    skipped range ``start <= o < off`` holds no acknowledged record: records are counted,
+    not offsets (a gap of transaction markers, aborted or unacknowledged records is no skip).
+
+    One shuffle and sort by ``(run, partition)`` of the S rows' two ends and the acknowledged
+    records' offsets: the running count of records below each end gives the count between
+    them (an end sorts before a record at its own offset), then the two ends meet again by
+    the read's position. Only the partitions of ``runs`` with a candidate skip are read."""
+    tag = F.col("tag")
+    skips = found.where(tag == "S")
+    places = skips.select("run", "pno").distinct()
+    ends = skips.select(
+        "run", "pno", "pos", F.explode(F.array(F.col("start"), F.col("off"))).alias("key")
+    ).select("run", "pno", "pos", "key", F.lit(0).alias("typ"))
+    acked = (
+        facts.where(F.col("run").isin(*runs) & (F.col("n_app") >= 1) & (F.col("ack_n") > 0))
+        .select(
+            "run",
+            F.col("app_pno").alias("pno"),
+            F.lit(None).cast(_LONG).alias("pos"),
+            F.col("app_off").alias("key"),
+            F.lit(1).alias("typ"),
+        )
+        .join(F.broadcast(places), ["run", "pno"], "left_semi")
+    )
+    running = (
+        Window.partitionBy("run", "pno")
+        .orderBy("key", "typ")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    below = ends.unionByName(acked).select("*", F.sum(F.col("typ")).over(running).alias("below"))
+    owed = (
+        below.where(F.col("typ") == 0)
+        .groupBy("run", "pos")
+        .agg((F.max("below") - F.min("below")).alias("owed"))
+        .where(F.col("owed") > 0)
+        .select("run", "pos")
+    )
+    return found.where(tag != "S").unionByName(skips.join(owed, ["run", "pos"], "left_semi"))
 
 
 def offset_violations(context: QueryContext, facts: DataFrame, runs: Sequence[int]) -> set[int]:

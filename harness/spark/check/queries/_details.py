@@ -22,15 +22,21 @@ from harness.spark.check.queries._load import (
 
 
 def records_between(
-    facts: DataFrame, context: QueryContext, ranges: Sequence[tuple[int, int, int, int, int]]
+    facts: DataFrame,
+    context: QueryContext,
+    ranges: Sequence[tuple[int, int, int, int, int]],
+    *,
+    acknowledged: bool = False,
 ) -> dict[int, tuple[list[str], int]]:
     """For each ``(id, run, pno, low, high)``: the first :data:`MAX_WITNESSES` records
     appended at offsets ``low <= o < high`` of the partition, in append order, and how many
-    there are (the local checker's ``records_between`` when offsets are in order)."""
+    there are (the local checker's ``records_between`` when offsets are in order; with
+    ``acknowledged``, of the acknowledged records only: its ``owed_between``, exactly)."""
     if not ranges:
         return {}
     wanted = context.small(list(ranges), "id int, run int, pno int, low long, high long")
-    appends = facts.where(F.col("n_app") >= 1).select(
+    appended = (F.col("n_app") >= 1) & ((F.col("ack_n") > 0) if acknowledged else F.lit(True))
+    appends = facts.where(appended).select(
         "run",
         F.col("app_pno").alias("pno"),
         F.col("app_off").alias("off"),
