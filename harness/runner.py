@@ -30,7 +30,7 @@ from harness._json import parse_json
 from harness._output import writable, write_atomic
 from harness._progress import Stage, Tick, notify
 from harness._shown import describe_exception, shown
-from harness.check import Guarantee, Status, Verdict, check
+from harness.check import Guarantee, Status, Verdict, check, guarantee_of
 from harness.errors import ConfigError, HarnessError
 from harness.faults.schedule import Schedule
 from harness.faults.simplify import simplify
@@ -48,6 +48,8 @@ from harness.sim.world import BACKENDS, Backend
 
 if TYPE_CHECKING:
     from harness.faults.kinds import Fault
+    from harness.search.profiles import Profile
+    from harness.settings import Settings
 
 __all__ = [
     "REPLAY_VERSION",
@@ -454,9 +456,9 @@ def default_seed(processor: str) -> int:
 def explore(
     processor: Processor,
     *,
-    guarantee: Guarantee | str,
+    guarantee: Guarantee | str | None = None,
     topology: Topology | None = None,
-    backend: Backend = "memory",
+    backend: Backend | None = None,
     max_examples: int | None = None,
     max_steps: int | None = None,
     faults: Iterable[Fault | str] | None = None,
@@ -464,7 +466,9 @@ def explore(
     failures_dir: str | os.PathLike[str] | None = DEFAULT_FAILURES_DIR,
     systematic: bool = True,
     budget: RunBudget | None = None,
-    max_problems: int = 1,
+    max_problems: int | None = None,
+    profile: str | Profile | None = None,
+    settings: Settings | None = None,
 ) -> Exploration:
     """Run ``processor`` under up to ``max_examples`` schedules; raise on a failure.
 
@@ -484,28 +488,46 @@ def explore(
     the same budget each time, for failures that are another problem (another anomaly kind,
     or the same kind for another root fault: :mod:`harness.search.problems`), each shrunk and
     saved on its own; :class:`CounterexampleFound` then carries them all in ``failures``.
+
+    Every setting (``guarantee``, ``profile``, ``max_examples``, ``max_steps``, ``seed``,
+    ``faults``, ``budget``, ``backend``, ``max_problems``) is resolved once by
+    :func:`harness.settings.resolve`: a keyword given here, else ``settings`` (a
+    :class:`~harness.settings.Settings` a door resolved), else ``HARNESS_<KEY>`` in the
+    environment, else ``profile``'s numbers, else the defaults (``max_problems``: 1 here).
     """
     from harness.faults.kinds import fault_set
-    from harness.search.profiles import profile
+    from harness.settings import Layer, arguments, environment, resolve
 
-    defaults = profile(None)
-    guarantee = _guarantee(guarantee)
-    limit = run_budget(budget)
+    given = arguments(
+        guarantee=guarantee,
+        profile=profile,
+        backend=backend,
+        max_examples=max_examples,
+        max_steps=max_steps,
+        faults=faults if faults is None or isinstance(faults, str) else list(faults),
+        seed=seed,
+        run_budget=run_budget(budget) if budget is not None else None,
+        max_problems=max_problems,
+    )
+    # a door's resolved settings stand in for the environment (they read it already)
+    below = environment() if settings is None else settings.as_layer("marker")
+    if settings is not None and profile is None:
+        given = Layer("argument", {"profile": settings.profile, **given.values})
+    chosen = resolve(given, below, defaults={"max_problems": 1})
+    guarantee = _guarantee(chosen.require_guarantee("explore(guarantee=...)"))
+    limit = chosen.run_budget
     topology = topology or Topology()
-    max_examples = defaults.max_examples if max_examples is None else max_examples
-    max_steps = defaults.max_steps if max_steps is None else max_steps
-    if backend not in BACKENDS:
-        raise ConfigError(f"backend must be one of {BACKENDS}, got {shown(backend)}")
-    if type(max_examples) is not int or max_examples < 1:
-        raise ConfigError(f"max_examples must be an int >= 1, got {shown(max_examples)}")
+    max_examples, max_steps, max_problems = (
+        chosen.max_examples,
+        chosen.max_steps,
+        chosen.max_problems,
+    )
+    backend = "leveldb" if chosen.backend == "leveldb" else "memory"
+    faults = chosen.faults
     if type(systematic) is not bool:
         raise ConfigError(f"systematic must be True or False, got {shown(systematic)}")
-    if type(max_problems) is not int or max_problems < 1:
-        raise ConfigError(f"max_problems must be an int >= 1, got {shown(max_problems)}")
     name = processor_path(processor)
-    seed = default_seed(name) if seed is None else seed
-    if type(seed) is not int:
-        raise ConfigError(f"seed must be an int, got {shown(seed)}")
+    seed = default_seed(name) if chosen.seed is None else chosen.seed
     start, failures_dir = _anchored(failures_dir)
 
     def search(problems: Problems) -> _Search:
@@ -779,12 +801,7 @@ def _anchored(failures_dir: str | os.PathLike[str] | None) -> tuple[str, Path | 
 
 
 def _guarantee(guarantee: object) -> Guarantee:
-    try:
-        return Guarantee(guarantee)
-    except ValueError:
-        raise ConfigError(
-            f"guarantee must be one of {[g.value for g in Guarantee]}, got {shown(guarantee)}"
-        ) from None
+    return guarantee_of(guarantee)
 
 
 def _failing_kinds(verdict: Verdict) -> frozenset[str]:

@@ -1026,9 +1026,14 @@ def test_a_malformed_history_is_unknown_with_no_anomalies() -> None:
     )
 
 
-def test_check_rejects_a_guarantee_that_is_not_a_guarantee() -> None:
-    with pytest.raises(ConfigError, match=r"guarantee must be a Guarantee .* got 'exactly-once'"):
-        check(Builder().finish(), "exactly-once")  # type: ignore[arg-type]
+def test_check_takes_a_guarantee_as_its_string_and_rejects_anything_else() -> None:
+    history = Builder().finish()
+    assert check(history, "exactly-once") == check(history, Guarantee.EXACTLY_ONCE)
+    assert check(history, "at-least-once") == check(history, Guarantee.AT_LEAST_ONCE)
+    with pytest.raises(
+        ConfigError, match=r"unknown guarantee, got 'exactly_once'; choose one of at-least-once"
+    ):
+        check(history, "exactly_once")
 
 
 # --------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("storage and values", ("harness.log", "harness.history", "harness.faults")),
-    ("settings", ("harness.search.profiles",)),
+    ("settings", ("harness.search.profiles", "harness.settings")),
     ("offset stores", ("harness.offsets",)),
     ("simulator | checker", ("harness.sim", "harness.check")),
     ("strategies | reports", ("harness.strategies", "harness.report")),
@@ -52,11 +52,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 """Lowest first. ``harness`` alone is the package's ``__init__`` (the public surface)."""
 
 SIDEWAYS = frozenset(
-    {"engine parts", "catalogue, public surface, Spark, Kafka doubles", "front doors"}
+    {"settings", "engine parts", "catalogue, public surface, Spark, Kafka doubles", "front doors"}
 )
-"""Layers whose packages may import each other (``__main__`` runs the CLI; the public
-surface re-exports the catalogue; the engine's parts serve each other). On every other layer
-the packages are independent."""
+"""Layers whose packages may import each other (the settings value builds on the profiles;
+``__main__`` runs the CLI; the public surface re-exports the catalogue; the engine's parts
+serve each other). On every other layer the packages are independent."""
 
 DEFAULT_RANK = 7
 """Where an unlisted ``harness.X`` package goes: among the engine's parts, just below the
