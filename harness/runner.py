@@ -514,7 +514,7 @@ def explore(
     if settings is not None and profile is None:
         given = Layer("argument", {"profile": settings.profile, **given.values})
     chosen = resolve(given, below, defaults={"max_problems": 1})
-    guarantee = _guarantee(chosen.require_guarantee("explore(guarantee=...)"))
+    guarantee = _guarantee(chosen.require_guarantee("explore(..., guarantee=...)"))
     limit = chosen.run_budget
     topology = topology or Topology()
     max_examples, max_steps, max_problems = (

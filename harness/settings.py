@@ -28,13 +28,14 @@ plugin resolves settings before any engine module loads. Fault names are checked
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, final
+from typing import Any, Final, final
 
 from harness._budget import RunBudget
 from harness._shown import shown
@@ -52,10 +53,12 @@ __all__ = [
     "BadSetting",
     "Layer",
     "Settings",
+    "add_options",
     "arguments",
     "environment",
     "env_name",
     "flag_name",
+    "from_options",
     "ini_name",
     "resolve",
 ]
@@ -122,7 +125,8 @@ class BadSetting(ConfigError):
     from and the valid choices (``key``, ``value``, ``where`` and ``choices`` hold them)."""
 
     def __init__(self, key: str, value: object, where: str, problem: str, choices: str) -> None:
-        super().__init__(f"{where}: {problem}, got {shown(value)}; {choices}")
+        got = "" if value is None else f", got {shown(value)}"  # None: nothing was given
+        super().__init__(f"{where}: {problem}{got}; {choices}")
         self.key, self.value, self.where, self.choices = key, value, where, choices
 
 
@@ -209,18 +213,20 @@ class Settings:
     json: bool
     max_problems: int
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
-    """Where each key's value came from (one of :data:`SOURCES`)."""
+    """Where each key's value came from: one of :data:`SOURCES`, or ``door`` for a door's
+    own default (:func:`resolve`'s ``defaults``)."""
 
     def source(self, key: str) -> str:
         """Where ``key``'s value came from (``default`` when nothing set it)."""
         return self.sources.get(key, "default")
 
     def given(self) -> dict[str, object]:
-        """The keys set above the profile and the defaults, with their values: what a layer
-        built from these settings must carry (so a profile chosen above still decides the
-        numbers it implies)."""
+        """Every key not implied by the profile, with its value (None left out): what a
+        layer built from these settings carries, so that a profile chosen above it still
+        decides the numbers it implies while every other value stays as resolved (a door's
+        defaults included)."""
         values = self.values()
-        return {k: values[k] for k in KEYS if self.source(k) not in ("profile", "default")}
+        return {k: values[k] for k in KEYS if self.source(k) != "profile" and values[k] is not None}
 
     def values(self) -> dict[str, object]:
         """Every key's value, the run budget as ``run_calls`` and ``run_seconds``."""
@@ -244,22 +250,23 @@ class Settings:
         return Layer(source, self.given())
 
     def require_guarantee(self, what: str) -> str:
-        """The guarantee, or a :class:`BadSetting` saying that ``what`` needs one."""
+        """The guarantee, or a :class:`BadSetting` saying ``what`` (``--guarantee``) is
+        required: the claim that is checked is never assumed, in any door."""
         if self.guarantee is None:
-            raise BadSetting(
-                "guarantee",
-                None,
-                what,
-                "a guarantee is required (the claim the check judges; never assumed)",
-                f"choose one of {', '.join(GUARANTEES)}",
+            error = BadSetting("guarantee", None, what, "", "")
+            error.args = (
+                f"{what} is required: the guarantee claimed, which the check judges, is never "
+                f"assumed; choose one of {', '.join(GUARANTEES)}",
             )
+            raise error
         return self.guarantee
 
 
 def resolve(*layers: Layer, defaults: Mapping[str, object] | None = None) -> Settings:
     """The settings the ``layers`` give, in :data:`SOURCES` order whatever order they are
-    passed in (two layers of one source: the first passed wins); ``defaults`` replaces some
-    of :data:`DEFAULTS` for one door."""
+    passed in (two layers of one source: the first passed wins); ``defaults`` are one door's
+    own defaults, in place of :data:`DEFAULTS` or the profile's numbers (the door documents
+    them)."""
     ordered = sorted(layers, key=lambda layer: SOURCES.index(layer.source))
     chosen: dict[str, object] = {}
     sources: dict[str, str] = {}
@@ -277,11 +284,16 @@ def resolve(*layers: Layer, defaults: Mapping[str, object] | None = None) -> Set
         "run_calls": profile.run_budget.calls,
         "run_seconds": profile.run_budget.seconds,
     }
-    base = {**DEFAULTS, **(defaults or {})}
+    door = defaults or {}
     for key in KEYS:
-        if key not in chosen:
-            chosen[key] = implied[key] if key in _FROM_PROFILE else base[key]
-            sources[key] = "profile" if key in _FROM_PROFILE else "default"
+        if key in chosen:
+            continue
+        if key in door:  # a door's own default, below every source that gives the key
+            chosen[key], sources[key] = _check(key, door[key], f"{key} (door)", False), "door"
+        elif key in _FROM_PROFILE:
+            chosen[key], sources[key] = implied[key], "profile"
+        else:
+            chosen[key], sources[key] = DEFAULTS[key], "default"
     faults = chosen["faults"]
     return Settings(
         guarantee=chosen["guarantee"],  # type: ignore[arg-type]
@@ -297,6 +309,88 @@ def resolve(*layers: Layer, defaults: Mapping[str, object] | None = None) -> Set
         max_problems=chosen["max_problems"],  # type: ignore[arg-type]
         sources=sources,
     )
+
+
+# -- the command line's spelling of every key ---------------------------------------------------
+
+_HELP: Final[Mapping[str, str]] = {
+    "guarantee": f"the guarantee claimed and checked: {' or '.join(GUARANTEES)} (required; "
+    "never assumed)",
+    "profile": f"search budget: {', '.join(PROFILES)} (default: $HARNESS_PROFILE, else ci)",
+    "max_examples": "schedules per search, systematic and drawn together (default: the profile's)",
+    "max_steps": "the longest drawn schedule (default: the profile's)",
+    "seed": "the search seed (default: $HARNESS_SEED, else one derived from the name)",
+    "faults": "comma-separated faults to inject (default: every fault)",
+    "run_calls": "calls into the world one run may make before it ends UNKNOWN (default: the "
+    "profile's, 1000000)",
+    "run_seconds": "wall-clock seconds one run may take before it ends UNKNOWN (default: the "
+    "profile's, 60)",
+    "backend": f"where logs and offsets live: {', '.join(BACKENDS)} (default memory; leveldb "
+    "is real plyvel on disk)",
+    "report_dir": "also write each failure's report (text, JSON, HTML) into this directory",
+    "json": "print the result as JSON (the envelope of docs/reports.md)",
+    "max_problems": f"distinct problems to look for (default {DEFAULT_MAX_PROBLEMS}; 1: stop "
+    "at the first failure)",
+}
+"""One help text per setting, the same in every command (a command may add to one)."""
+
+_TYPES: Final[Mapping[str, Any]] = {
+    "max_examples": int,
+    "max_steps": int,
+    "seed": int,
+    "run_calls": int,
+    "run_seconds": float,
+    "max_problems": int,
+}
+
+
+def add_options(
+    parser: argparse.ArgumentParser,
+    keys: Iterable[str],
+    *,
+    help: Mapping[str, str] | None = None,
+    aliases: Mapping[str, Iterable[str]] | None = None,
+    extra_choices: Mapping[str, Iterable[str]] | None = None,
+) -> None:
+    """Declare the options of the settings ``keys`` on ``parser``, each as
+    :func:`harness.settings.flag_name` spells it, default None (not given: the next source
+    decides). ``help`` adds a command's note to a key's text; ``aliases`` are old spellings
+    still read but hidden from ``--help``; ``extra_choices`` a command's own extra values
+    (``run --backend both``)."""
+    for key in keys:
+        if key not in KEYS:
+            raise ValueError(f"no setting {key!r}")
+        text = _HELP[key] + (f"; {help[key]}" if help and key in help else "")
+        options: dict[str, Any] = {"dest": key, "default": None, "help": text}
+        if key == "json":
+            options.update(action="store_true", default=None)
+        elif key in _TYPES:
+            options.update(type=_TYPES[key], metavar="N" if key != "run_seconds" else "S")
+        else:
+            choices = {"guarantee": GUARANTEES, "backend": BACKENDS, "profile": tuple(PROFILES)}
+            if key in choices:
+                options["choices"] = (*choices[key], *((extra_choices or {}).get(key, ())))
+        parser.add_argument(flag_name(key), **options)
+        for alias in (aliases or {}).get(key, ()):
+            hidden = {**options, "help": argparse.SUPPRESS}
+            parser.add_argument(alias, **hidden)
+
+
+def from_options(
+    args: argparse.Namespace,
+    *,
+    defaults: Mapping[str, object] | None = None,
+    skip: Iterable[str] = (),
+) -> Settings:
+    """The settings of a command: its options (those given) over the environment, over the
+    profile, over the defaults (a command's own ``defaults`` replace some)."""
+    given = {
+        key: getattr(args, key)
+        for key in KEYS
+        if key not in skip and getattr(args, key, None) is not None
+    }
+    where = {key: f"{flag_name(key)} {value} (command line)" for key, value in given.items()}
+    return resolve(Layer("command line", given, where), environment(), defaults=defaults)
 
 
 # -- each key's check: the value it must be, from Python or from text --------------------------

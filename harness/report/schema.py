@@ -225,6 +225,16 @@ OUTPUT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
         "coverage",
         "problems",
     ),
+    "spark-job": (
+        "guarantee",
+        "processor",
+        "seed",
+        "examples",
+        "verdict",
+        "stream_schedule",
+        "replay_command",
+        "tried",
+    ),
 }
 """Each command's keys after the common ones (``harness_output``, ``command``, ``status``,
 ``summary``); every one is present in its output, ``null`` when it does not apply."""
@@ -248,6 +258,11 @@ _OUTPUT_PROPERTIES: Final[dict[str, Any]] = {
         "required": ["points", "points_hit", "singles", "pairs", "systematic", "drawn", "summary"],
     },
     "source": {"type": "string"},
+    "stream_schedule": {
+        "type": ["object", "null"],
+        "description": "a Structured Streaming job's failing schedule (docs/streaming.md)",
+    },
+    "tried": {"type": "string", "description": "what a spark-job search ran and fired"},
     "lineage": {"type": "string", "description": "how output messages are attributed"},
     "effects": {
         "type": "array",
