@@ -79,7 +79,7 @@ def test_nothing_given_is_the_default_profile_and_the_defaults() -> None:
 def test_each_source_wins_over_every_source_below_it(winner: int) -> None:
     """For every key, the layer of each source is given a value of its own; the resolved
     value is the one of the highest source, whatever order the layers are passed in."""
-    values = {
+    values: dict[str, list[Any]] = {
         "profile": ["dev", "nightly", "ci", "dev", "nightly"],
         "max_examples": [11, 12, 13, 14, 15],
         "seed": [1, 2, 3, 4, 5],
@@ -97,7 +97,7 @@ def test_each_source_wins_over_every_source_below_it(winner: int) -> None:
     assert settings.profile is PROFILES[str(values["profile"][winner])]
     assert settings.max_examples == values["max_examples"][winner]
     assert settings.seed == values["seed"][winner]
-    assert settings.faults == tuple(values["faults"][winner])  # type: ignore[arg-type]
+    assert settings.faults == tuple(values["faults"][winner])
     assert settings.run_budget.calls == values["run_calls"][winner]
     assert settings.backend == values["backend"][winner]
     assert {settings.source(key) for key in values} == {SOURCES[winner]}
