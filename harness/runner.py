@@ -477,8 +477,8 @@ def explore(
     (:mod:`harness.search.systematic`); it takes at most three quarters of the budget. Then
     Hypothesis draws the rest, from ``seed`` (default: ``$HARNESS_SEED``, else derived from
     the processor's name), guided towards (fault, fault point) pairs not reached yet
-    (:mod:`harness.search.guided`). ``max_examples`` and ``max_steps`` default to the default
-    profile's (``$HARNESS_PROFILE``, else ``ci``). On a failure (INVALID, or UNKNOWN, which
+    (:mod:`harness.search.guided`). Settings: a keyword, else ``settings`` (a door's), else
+    ``HARNESS_<KEY>``, else ``profile``'s (``for_call``). On a failure (INVALID, or UNKNOWN, which
     fails closed) the schedule is shrunk, the replay file is written to ``failures_dir``
     (None: not written) and :class:`CounterexampleFound` is raised. Either way the result
     carries the fault coverage the search achieved. ``budget`` bounds every run
@@ -488,42 +488,24 @@ def explore(
     the same budget each time, for failures that are another problem (another anomaly kind,
     or the same kind for another root fault: :mod:`harness.search.problems`), each shrunk and
     saved on its own; :class:`CounterexampleFound` then carries them all in ``failures``.
-
-    Every setting (``guarantee``, ``profile``, ``max_examples``, ``max_steps``, ``seed``,
-    ``faults``, ``budget``, ``backend``, ``max_problems``) is resolved once by
-    :func:`harness.settings.resolve`: a keyword given here, else ``settings`` (a
-    :class:`~harness.settings.Settings` a door resolved), else ``HARNESS_<KEY>`` in the
-    environment, else ``profile``'s numbers, else the defaults (``max_problems``: 1 here).
     """
     from harness.faults.kinds import fault_set
-    from harness.settings import Layer, arguments, environment, resolve
+    from harness.settings import for_call
 
-    given = arguments(
+    chosen = for_call(
+        settings,
         guarantee=guarantee,
         profile=profile,
         backend=backend,
         max_examples=max_examples,
         max_steps=max_steps,
-        faults=faults if faults is None or isinstance(faults, str) else list(faults),
+        faults=faults,
         seed=seed,
         run_budget=run_budget(budget) if budget is not None else None,
         max_problems=max_problems,
     )
-    # a door's resolved settings stand in for the environment (they read it already)
-    below = environment() if settings is None else settings.as_layer("marker")
-    if settings is not None and profile is None:
-        given = Layer("argument", {"profile": settings.profile, **given.values})
-    chosen = resolve(given, below, defaults={"max_problems": 1})
     guarantee = _guarantee(chosen.require_guarantee("explore(..., guarantee=...)"))
-    limit = chosen.run_budget
-    topology = topology or Topology()
-    max_examples, max_steps, max_problems = (
-        chosen.max_examples,
-        chosen.max_steps,
-        chosen.max_problems,
-    )
-    backend = "leveldb" if chosen.backend == "leveldb" else "memory"
-    faults = chosen.faults
+    topology, backend = topology or Topology(), BACKENDS[BACKENDS.index(chosen.backend)]
     if type(systematic) is not bool:
         raise ConfigError(f"systematic must be True or False, got {shown(systematic)}")
     name = processor_path(processor)
@@ -537,19 +519,19 @@ def explore(
             guarantee,
             topology,
             backend,
-            fault_set(faults),
+            fault_set(chosen.faults),
             seed + len(problems.known),  # a search after a failure draws other schedules
             failures_dir,
-            limit=limit,
-            total=max_examples,
+            limit=chosen.run_budget,
+            total=chosen.max_examples,
             problems=problems,
             start=start,
         )
-        found.systematic(max_examples * 3 // 4 if systematic else 0)
-        found.drawn(max_examples - found.ran, max_steps)
+        found.systematic(chosen.max_examples * 3 // 4 if systematic else 0)
+        found.drawn(chosen.max_examples - found.ran, chosen.max_steps)
         return found
 
-    done = _every_problem(search, max_problems)
+    done = _every_problem(search, chosen.max_problems)
     return Exploration(name, guarantee, done.ran, seed, done.coverage())
 
 

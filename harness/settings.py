@@ -50,6 +50,7 @@ __all__ = [
     "GUARANTEES",
     "KEYS",
     "SOURCES",
+    "CALL_DEFAULTS",
     "BadSetting",
     "Layer",
     "Settings",
@@ -58,6 +59,7 @@ __all__ = [
     "environment",
     "env_name",
     "flag_name",
+    "for_call",
     "from_options",
     "ini_name",
     "resolve",
@@ -260,6 +262,23 @@ class Settings:
             )
             raise error
         return self.guarantee
+
+
+CALL_DEFAULTS: Final[Mapping[str, object]] = {"max_problems": 1}
+"""``explore()``'s own default, called directly: it raises at the first problem."""
+
+
+def for_call(settings: Settings | None, **given: object) -> Settings:
+    """The settings of a Python call (``explore()``): its keywords (``given``, None for not
+    given; ``run_budget`` a ``RunBudget``) over ``settings`` (what a door resolved, which
+    read the environment already) or, without them, over the environment; then the profile
+    (the keyword's, else ``settings``') and :data:`CALL_DEFAULTS`."""
+    call = arguments(**given)
+    if settings is None:
+        return resolve(call, environment(), defaults=CALL_DEFAULTS)
+    if "profile" not in call.values:
+        call = Layer("argument", {"profile": settings.profile, **call.values})
+    return resolve(call, settings.as_layer("marker"), defaults=CALL_DEFAULTS)
 
 
 def resolve(*layers: Layer, defaults: Mapping[str, object] | None = None) -> Settings:
