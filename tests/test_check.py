@@ -1354,6 +1354,7 @@ def test_values_refuse_contradictions() -> None:
 
 def test_public_names() -> None:
     assert set(harness.check.__all__) == {
+        "EXIT_CODES",
         "MAX_PROBLEMS",
         "MAX_WITNESSES",
         "Anomaly",
@@ -1363,6 +1364,8 @@ def test_public_names() -> None:
         "Verdict",
         "Witness",
         "check",
+        "exit_code",
+        "guarantee_of",
         "validate",
     }
     for name in harness.check.__all__:
