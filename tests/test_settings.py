@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -241,9 +242,11 @@ schedules leave the same trace. ``forward`` is correct (every schedule runs, the
 too); ``commit_first`` loses a record after a crash."""
 
 
-def _flags() -> list[str]:
+def _flags(*skip: str) -> list[str]:
     words: list[str] = []
     for key, value in SAME.items():
+        if key in skip:
+            continue
         words += [flag_name(key), ",".join(value) if isinstance(value, list) else str(value)]
     return words
 
@@ -415,3 +418,57 @@ def test_every_door_given_the_same_settings_finds_the_same_counterexample(
     }
     for found in (flagged, marker, options):
         assert {k: found[k] for k in expected} == expected
+
+
+KAFKA_APP = Path(__file__).resolve().parent / "kafka_apps" / "effects" / "two_bugs.py"
+ORDERS = '{"order_id": {n}, "customer": "{key}", "amount": {value}}'
+SHIPPED = r"handled (\d+)"
+
+
+def test_the_kafka_command_and_the_kafka_fixture_run_the_same_search(
+    pytester: pytest.Pytester,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Kafka doors: ``python -m harness kafka APP --json`` with the settings as flags, and
+    ``harness_kafka(APP, ...)`` under the marker, find the same first counterexample after
+    the same runs from the same seed."""
+    from harness.kafka.command import main as kafka
+
+    monkeypatch.chdir(pytester.path)
+    for key in KEYS:
+        monkeypatch.delenv(env_name(key), raising=False)
+    app = [str(KAFKA_APP), "--input", "orders", "--effect", "stdout", "--by", f"pattern={SHIPPED}"]
+    # both doors' own default faults (every fault but duplicate); both of the app's bugs
+    flags = [*_flags("backend", "faults", "max_problems"), "--max-problems", "2"]
+    code = kafka([*app, "--value-template", ORDERS, "--json", *flags])
+    envelope = json.loads(capsys.readouterr().out)
+    assert code == exit_code(envelope["status"]) == EXIT_INVALID
+    assert envelope["seed"] == SAME["seed"] and len(envelope["problems"]) == 2
+    marker = ", ".join(
+        f"{k}={v!r}"
+        for k, v in {**SAME, "max_problems": 2}.items()
+        if k not in ("backend", "faults")
+    )
+    pytester.makepyfile(
+        test_kafka_door=f"""
+        import pytest
+        from harness.effects import stdout_lines
+        from harness.kafka.payloads import template
+
+        @pytest.mark.harness({marker})
+        def test_app(harness_kafka):
+            harness_kafka({str(KAFKA_APP)!r}, inputs=["orders"], encode=template({ORDERS!r}),
+                          effects=[stdout_lines(pattern={SHIPPED!r})])
+        """
+    )
+    pytester.runpytest("-p", "no:cacheprovider", "--harness-report-dir", "reports")
+    (report,) = (pytester.path / "reports").glob("*test_app-*[0-9a-f].json")
+    doc = json.loads(report.read_text(encoding="utf-8"))
+    assert (doc["status"], doc["seed"], doc["examples"], doc["verdict"]) == (
+        envelope["status"],
+        envelope["seed"],
+        envelope["examples"],
+        envelope["verdict"],
+    )
+    assert doc["replay"]["schedule"] == envelope["schedule"]
