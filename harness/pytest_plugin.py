@@ -6,18 +6,21 @@ budget comes from a profile (``--harness-profile dev|ci|nightly``), the seed fro
 ``--harness-seed``, and a ``@pytest.mark.harness(...)`` marker overrides both for one test. A
 failing test shows the report of :class:`harness.CounterexampleFound` (verdict, anomalies with
 witnesses, the shrunk schedule, the seed, the replay command) plus the pytest command that
-replays it (``--harness-replay FILE``). ``--harness-report DIR`` also writes a JSON verdict and
-the replay file per failing test.
+replays it (``--harness-replay FILE``). ``--harness-report-dir DIR`` also writes a JSON verdict
+and the replay file per failing test.
 
-Settings are resolved marker > command line > environment > ini file > profile default, and a
-bad value's error says where it came from. Loading this module, and its hooks in a session
-whose tests use no harness fixture or marker, import only the standard library, pytest,
-``harness.errors`` and ``harness.search.profiles``: the engine (simulator, checker, runner,
-Hypothesis), plyvel and pyspark are imported by the fixtures and the marker check that use
-them (``tests/test_pytest_plugin.py`` holds this). Under pytest-xdist every worker writes to
-its own directories (``tmp_path`` is already per worker; the Hypothesis example database is
-``.hypothesis/harness/<worker>``); replay files are named by their content and report files
-by the test's node id, so workers never write the same file. See ``docs/pytest.md``.
+Settings are resolved by :mod:`harness.settings`, the one precedence of every door: the call's
+arguments > marker > ``--harness-*`` options > ``HARNESS_*`` variables > ``harness_*`` ini keys >
+profile > default (docs/settings.md), and a bad value's error says where it came from.
+Loading this module, and its hooks in a session whose tests use no harness fixture or marker,
+import only the standard library, pytest, ``harness.errors``, ``harness.settings`` and what it
+builds on (``harness.search.profiles``, ``harness._budget``, ``harness._shown``): the engine
+(simulator, checker, runner, Hypothesis), plyvel and pyspark are imported by the fixtures and
+the marker check that use them (``tests/test_pytest_plugin.py`` holds this). Under
+pytest-xdist every worker writes to its own directories (``tmp_path`` is already per worker;
+the Hypothesis example database is ``.hypothesis/harness/<worker>``); replay files are named
+by their content and report files by the test's node id, so workers never write the same
+file. See ``docs/pytest.md``.
 """
 
 from __future__ import annotations
