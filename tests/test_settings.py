@@ -472,3 +472,28 @@ def test_the_kafka_command_and_the_kafka_fixture_run_the_same_search(
         envelope["verdict"],
     )
     assert doc["replay"]["schedule"] == envelope["schedule"]
+
+
+def test_the_old_spellings_are_still_read_and_door_defaults_still_yield() -> None:
+    from harness.cli.spark_job import SPARK_JOB_DEFAULTS
+    from harness.cli.spark_job import add_arguments as spark_job_arguments
+    from harness.kafka.command import add_arguments as kafka_arguments
+
+    parser = argparse.ArgumentParser()
+    spark_job_arguments(parser)
+    base = ["job.py", "--input", "t"]
+    defaults = from_options(parser.parse_args(base), defaults=SPARK_JOB_DEFAULTS)
+    assert (defaults.max_examples, defaults.seed, defaults.guarantee) == (20, 0, None)
+    old = from_options(parser.parse_args([*base, "--max-schedules", "5"]))
+    new = from_options(parser.parse_args([*base, "--max-examples", "5", "--json"]))
+    assert old.max_examples == new.max_examples == 5 and new.json
+    parser = argparse.ArgumentParser()
+    kafka_arguments(parser)
+    args = parser.parse_args(["app.py", "--input", "t", "--run-seconds", "3", "--max-steps", "4"])
+    settings = from_options(args)
+    assert (settings.run_budget.seconds, settings.max_steps) == (3.0, 4)
+    parser = argparse.ArgumentParser()
+    from harness.cli.run import add_arguments as run_arguments
+
+    run_arguments(parser)
+    assert from_options(parser.parse_args(["--examples", "7"])).max_examples == 7
