@@ -497,3 +497,44 @@ def test_the_old_spellings_are_still_read_and_door_defaults_still_yield() -> Non
 
     run_arguments(parser)
     assert from_options(parser.parse_args(["--examples", "7"])).max_examples == 7
+
+
+def test_the_pytest_doors_take_every_key_in_the_one_precedence(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ini file < environment < --harness-* option < marker < the call, key by key."""
+    for key in KEYS:
+        monkeypatch.delenv(env_name(key), raising=False)
+    pytester.makeini(
+        """
+        [pytest]
+        harness_max_examples = 3
+        harness_max_steps = 4
+        harness_run_calls = 500
+        harness_faults = crash, tick
+        harness_backend = leveldb
+        """
+    )
+    monkeypatch.setenv("HARNESS_MAX_STEPS", "5")
+    monkeypatch.setenv("HARNESS_RUN_CALLS", "600")
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_session(harness_settings):
+            s = harness_settings
+            assert (s.max_examples, s.max_steps, s.run_budget.calls) == (3, 5, 700)
+            assert s.faults == ("crash", "tick") and s.backend == "leveldb"
+            assert [s.source(k) for k in ("max_examples", "max_steps", "run_calls")] == [
+                "file", "environment", "command line"]
+            assert s.source("profile") == "default" and s.max_problems == 5
+
+        @pytest.mark.harness(run_calls=800, profile="dev", guarantee="exactly-once")
+        def test_marked(harness_settings, harness_backend):
+            s = harness_settings
+            assert (s.run_budget.calls, s.profile.name, s.guarantee) == (800, "dev", "exactly-once")
+            assert s.max_examples == 3 and harness_backend == "leveldb"
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "--harness-run-calls", "700")
+    result.assert_outcomes(passed=2)
