@@ -6,18 +6,21 @@ budget comes from a profile (``--harness-profile dev|ci|nightly``), the seed fro
 ``--harness-seed``, and a ``@pytest.mark.harness(...)`` marker overrides both for one test. A
 failing test shows the report of :class:`harness.CounterexampleFound` (verdict, anomalies with
 witnesses, the shrunk schedule, the seed, the replay command) plus the pytest command that
-replays it (``--harness-replay FILE``). ``--harness-report DIR`` also writes a JSON verdict and
-the replay file per failing test.
+replays it (``--harness-replay FILE``). ``--harness-report-dir DIR`` also writes a JSON verdict
+and the replay file per failing test.
 
-Settings are resolved marker > command line > environment > ini file > profile default, and a
-bad value's error says where it came from. Loading this module, and its hooks in a session
-whose tests use no harness fixture or marker, import only the standard library, pytest,
-``harness.errors`` and ``harness.search.profiles``: the engine (simulator, checker, runner,
-Hypothesis), plyvel and pyspark are imported by the fixtures and the marker check that use
-them (``tests/test_pytest_plugin.py`` holds this). Under pytest-xdist every worker writes to
-its own directories (``tmp_path`` is already per worker; the Hypothesis example database is
-``.hypothesis/harness/<worker>``); replay files are named by their content and report files
-by the test's node id, so workers never write the same file. See ``docs/pytest.md``.
+Settings are resolved by :mod:`harness.settings`, the one precedence of every door: the call's
+arguments > marker > ``--harness-*`` options > ``HARNESS_*`` variables > ``harness_*`` ini keys >
+profile > default (docs/settings.md), and a bad value's error says where it came from.
+Loading this module, and its hooks in a session whose tests use no harness fixture or marker,
+import only the standard library, pytest, ``harness.errors``, ``harness.settings`` and what it
+builds on (``harness.search.profiles``, ``harness._budget``, ``harness._shown``): the engine
+(simulator, checker, runner, Hypothesis), plyvel and pyspark are imported by the fixtures and
+the marker check that use them (``tests/test_pytest_plugin.py`` holds this). Under
+pytest-xdist every worker writes to its own directories (``tmp_path`` is already per worker;
+the Hypothesis example database is ``.hypothesis/harness/<worker>``); replay files are named
+by their content and report files by the test's node id, so workers never write the same
+file. See ``docs/pytest.md``.
 """
 
 from __future__ import annotations
@@ -39,10 +42,22 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
 import pytest
 
-from harness._budget import DEFAULT_RUN_BUDGET, RunBudget
-from harness._usage import did_you_mean
+from harness._shown import shown
 from harness.errors import ConfigError, HarnessError
-from harness.search.profiles import DEFAULT_PROFILE, PROFILES, Profile
+from harness.search.profiles import DEFAULT_PROFILE, PROFILES
+from harness.settings import (
+    BACKENDS,
+    DEFAULT_MAX_PROBLEMS,
+    ENV_KEYS,
+    KEYS,
+    BadSetting,
+    Layer,
+    Settings,
+    env_name,
+    environment,
+    ini_name,
+    resolve,
+)
 
 if TYPE_CHECKING:
     from harness._progress import Tick
@@ -84,17 +99,29 @@ __all__ = [
 GROUP: Final = "harness"
 GROUP_HELP: Final = "stream-harness: delivery guarantees under faults"
 
-PROFILE_OPTION: Final = "--harness-profile"
-PROFILE_INI: Final = "harness_profile"
-PROFILE_ENV: Final = "HARNESS_PROFILE"
+SESSION_KEYS: Final = tuple(k for k in ENV_KEYS if k != "json")
+"""The settings a pytest run takes from ``--harness-<key>`` options and ``harness_<key>`` ini
+options (the guarantee is a test's own; JSON is no pytest output)."""
+MARKER_KEYS: Final = tuple(k for k in KEYS if k not in ("json", "report_dir"))
+"""The settings ``@pytest.mark.harness(...)`` takes."""
+
+
+def option_name(key: str) -> str:
+    """``max_examples`` -> ``--harness-max-examples``."""
+    return "--harness-" + key.replace("_", "-")
+
+
+PROFILE_OPTION: Final = option_name("profile")
+PROFILE_INI: Final = ini_name("profile")
+PROFILE_ENV: Final = env_name("profile")
 PROFILE_HELP: Final = (
     f"search budget of harness_explore: {', '.join(PROFILES)} "
     f"(default: ${PROFILE_ENV}, else the {PROFILE_INI} ini value, else {DEFAULT_PROFILE})"
 )
 
-SEED_OPTION: Final = "--harness-seed"
-SEED_INI: Final = "harness_seed"
-SEED_ENV: Final = "HARNESS_SEED"
+SEED_OPTION: Final = option_name("seed")
+SEED_INI: Final = ini_name("seed")
+SEED_ENV: Final = env_name("seed")
 SEED_HELP: Final = (
     f"seed of every exploration, an integer (default: ${SEED_ENV}, else the {SEED_INI} ini "
     "value, else one derived from each processor's name)"
@@ -106,31 +133,34 @@ REPLAY_HELP: Final = (
     "processor the file names runs that one schedule; the others are skipped"
 )
 
-REPORT_OPTION: Final = "--harness-report"
-REPORT_INI: Final = "harness_report"
+REPORT_OPTION: Final = option_name("report_dir")
+REPORT_INI: Final = ini_name("report_dir")
+REPORT_ALIAS: Final = "--harness-report"
+"""The old spelling of :data:`REPORT_OPTION` (and ``harness_report`` of the ini key), still
+read: docs and CI files of earlier releases use it."""
 REPORT_HELP: Final = (
     "also write, per failing test, a JSON verdict and the replay file into this directory "
     "(created if needed)"
 )
 
+_OPTION_HELP: Final = {
+    "profile": PROFILE_HELP,
+    "seed": SEED_HELP,
+    "report_dir": REPORT_HELP,
+    "max_examples": "schedules per exploration (default: the profile's)",
+    "max_steps": "the longest drawn schedule (default: the profile's)",
+    "faults": "comma-separated faults to inject (default: every fault)",
+    "run_calls": "calls into the world one run may make before it ends UNKNOWN",
+    "run_seconds": "wall-clock seconds one run may take before it ends UNKNOWN",
+    "backend": f"backend of harness_explore: {', '.join(BACKENDS)} (default memory)",
+    "max_problems": f"distinct problems to look for (default {DEFAULT_MAX_PROBLEMS})",
+}
+
 MARKER: Final = "harness"
-_MARKER_KEYS: Final = (
-    "profile",
-    "max_examples",
-    "max_steps",
-    "backend",
-    "faults",
-    "seed",
-    "run_calls",
-    "run_seconds",
-)
-MARKER_SIGNATURE: Final = (
-    "harness(*, profile=None, max_examples=None, max_steps=None, backend=None, faults=None, "
-    "seed=None, run_calls=None, run_seconds=None)"
-)
+MARKER_SIGNATURE: Final = f"harness(*, {', '.join(f'{key}=None' for key in MARKER_KEYS)})"
 MARKER_HELP: Final = (
-    f"{MARKER_SIGNATURE}: settings of harness_explore for this test; they win over "
-    f"{PROFILE_OPTION} / {SEED_OPTION}, the environment and the ini file"
+    f"{MARKER_SIGNATURE}: settings of harness_explore for this test; they win over the "
+    "--harness-* options, the environment and the ini file (docs/settings.md)"
 )
 
 HYPOTHESIS_PROFILES: Final = {f"harness-{name}": name for name in PROFILES}
@@ -141,7 +171,6 @@ _PYTEST_REPLAY_PROPERTY: Final = "harness_pytest_replay"
 _COLLECTOR_NAME: Final = "harness-counterexamples"
 _COVERAGE_PROPERTY: Final = "harness_coverage"
 """The user property carrying an exploration's fault coverage line (terminal summary)."""
-_SOURCE_DEFAULT: Final = "default"
 
 
 class _BadSetting(Exception):
@@ -150,44 +179,32 @@ class _BadSetting(Exception):
 
 # -- settings -------------------------------------------------------------------------------
 
-
-@final
-@dataclass(frozen=True, slots=True)
-class HarnessSettings:
-    """What ``harness_explore`` uses for one test, after marker, options, env and ini."""
-
-    profile: Profile
-    max_examples: int
-    """Schedules drawn per exploration (the profile's, unless the marker says otherwise)."""
-    max_steps: int
-    seed: int | None
-    """None: each processor's own default seed (derived from its name)."""
-    backend: Backend | None
-    """None: ``harness_explore`` uses the memory backend, the lower-level fixtures LevelDB."""
-    faults: tuple[str, ...] | None
-    """None: every fault."""
-    run_budget: RunBudget = DEFAULT_RUN_BUDGET
-    """What one simulated run may spend (the profile's, unless the marker says otherwise)."""
+HarnessSettings = Settings
+"""What ``harness_explore`` uses for one test: :class:`harness.settings.Settings` (the name
+the plugin's docs used first)."""
 
 
 @dataclass(frozen=True, slots=True)
 class _Run:
     """The session's settings, resolved once at configure time (per process)."""
 
-    profile: Profile
-    profile_source: str
-    seed: int | None
-    seed_source: str
+    layers: tuple[Layer, ...]
+    """The command line, the environment and the ini file, each test's marker goes above."""
+    settings: Settings
+    """The session's settings without any marker (the run's header)."""
     replay: Replay | None
     replay_path: Path | None
-    report_dir: Path | None
     rootpath: Path
     """Failing schedules are saved below it (``runner.DEFAULT_FAILURES_DIR``)."""
     worker: str
 
+    @property
+    def report_dir(self) -> Path | None:
+        return self.settings.report_dir
+
 
 _RUN: Final = pytest.StashKey[_Run]()
-_SETTINGS: Final = pytest.StashKey[HarnessSettings]()
+_SETTINGS: Final = pytest.StashKey[Settings]()
 
 
 def _display(path: Path, base: Path) -> Path:
@@ -198,47 +215,6 @@ def _display(path: Path, base: Path) -> Path:
         return path
 
 
-def _check_profile(value: object, where: str) -> Profile:
-    if isinstance(value, str) and value in PROFILES:
-        return PROFILES[value]
-    raise _BadSetting(f"{where}: choose one of {', '.join(PROFILES)}")
-
-
-def _parse_seed(value: str, where: str) -> int:
-    try:
-        return int(value.strip())
-    except ValueError:
-        raise _BadSetting(f"{where}: the seed must be an integer") from None
-
-
-@dataclass(frozen=True, slots=True)
-class _Given:
-    """A value from the command line, the environment or the ini file, and where it was."""
-
-    value: str
-    source: str
-    """``command line``, ``environment`` or the ini file's name (for the run's header)."""
-    where: str
-    """How an error names it: ``--harness-profile 'fast' (command line)``."""
-    ini: bool = False
-
-
-def _given(config: pytest.Config, option: str, env: str | None, ini: str) -> _Given | None:
-    """The first of command line, environment and ini file that sets the value."""
-    value = config.getoption(option)
-    if value is not None:
-        return _Given(str(value), "command line", f"{option} {str(value)!r} (command line)")
-    if env is not None and os.environ.get(env):
-        value = os.environ[env]
-        return _Given(value, "environment", f"{env}={value!r} (environment)")
-    raw = config.getini(ini)
-    if isinstance(raw, str) and raw.strip():
-        value = raw.strip()
-        file = config.inipath.name if config.inipath is not None else "ini file"
-        return _Given(value, file, f"{ini} = {value!r} ({file})", ini=True)
-    return None
-
-
 def _worker(config: pytest.Config) -> str:
     workerinput = getattr(config, "workerinput", None)
     if isinstance(workerinput, Mapping) and "workerid" in workerinput:
@@ -246,17 +222,65 @@ def _worker(config: pytest.Config) -> str:
     return os.environ.get(_WORKER_ENV) or "main"
 
 
+def _ini(config: pytest.Config, key: str) -> str | None:
+    names = (ini_name(key), "harness_report") if key == "report_dir" else (ini_name(key),)
+    for name in names:
+        raw = config.getini(name)
+        if isinstance(raw, str) and raw.strip():
+            return raw.strip()
+    return None
+
+
+def _session_layers(config: pytest.Config) -> tuple[Layer, ...]:
+    """The command line's ``--harness-*`` options, the environment's ``HARNESS_*`` variables
+    and the ini file's ``harness_*`` keys, each value named as an error shows it; a report
+    directory is made absolute (relative to where pytest started, an ini file's to its
+    directory)."""
+    invocation = config.invocation_params.dir
+    file = config.inipath.name if config.inipath is not None else "ini file"
+    ini_base = config.inipath.parent if config.inipath is not None else config.rootpath
+    options: dict[str, object] = {}
+    ini: dict[str, object] = {}
+    for key in SESSION_KEYS:
+        value = config.getoption(option_name(key))
+        if value is not None:
+            options[key] = invocation / value if key == "report_dir" else value
+        raw = _ini(config, key)
+        if raw is not None:
+            ini[key] = ini_base / raw if key == "report_dir" else raw
+    env = environment()
+    env_values = dict(env.values)
+    if "report_dir" in env_values:
+        env_values["report_dir"] = invocation / str(env_values["report_dir"])
+    env_values.pop("json", None)
+    return (
+        Layer(
+            "command line",
+            options,
+            {k: f"{option_name(k)} {shown(str(v))} (command line)" for k, v in options.items()},
+            text=True,
+        ),
+        Layer("environment", env_values, env.where, text=True),
+        Layer(
+            "file",
+            ini,
+            {k: f"{ini_name(k)} = {_ini(config, k)!r} ({file})" for k in ini},
+            text=True,
+        ),
+    )
+
+
 def _resolve_run(config: pytest.Config) -> _Run:
     invocation = config.invocation_params.dir
-    given = _given(config, PROFILE_OPTION, PROFILE_ENV, PROFILE_INI)
-    chosen = (
-        PROFILES[DEFAULT_PROFILE] if given is None else _check_profile(given.value, given.where)
-    )
-    profile_source = _SOURCE_DEFAULT if given is None else given.source
-
-    given = _given(config, SEED_OPTION, SEED_ENV, SEED_INI)
-    seed = None if given is None else _parse_seed(given.value, given.where)
-    seed_source = _SOURCE_DEFAULT if given is None else given.source
+    try:
+        layers = _session_layers(config)
+        settings = resolve(*layers)
+    except BadSetting as exc:
+        raise _BadSetting(str(exc)) from None
+    report_dir = settings.report_dir
+    if report_dir is not None and report_dir.exists() and not report_dir.is_dir():
+        where = {layer.source: layer for layer in layers}[settings.source("report_dir")]
+        raise _BadSetting(f"{where.named('report_dir')}: {str(report_dir)!r} is not a directory")
 
     replay: Replay | None = None
     replay_path: Path | None = None
@@ -270,130 +294,50 @@ def _resolve_run(config: pytest.Config) -> _Run:
         except ConfigError as exc:
             raise _BadSetting(f"{REPLAY_OPTION} {replay_option!r} (command line): {exc}") from None
 
-    report_dir: Path | None = None
-    given = _given(config, REPORT_OPTION, None, REPORT_INI)
-    if given is not None:
-        # relative to where pytest started; an ini value, to the ini file's directory
-        base = invocation
-        if given.ini:
-            base = config.inipath.parent if config.inipath is not None else config.rootpath
-        report_dir = base / given.value
-        if report_dir.exists() and not report_dir.is_dir():
-            raise _BadSetting(f"{given.where}: {str(report_dir)!r} is not a directory")
-
     return _Run(
-        profile=chosen,
-        profile_source=profile_source,
-        seed=seed,
-        seed_source=seed_source,
+        layers=layers,
+        settings=settings,
         replay=replay,
         replay_path=replay_path,
-        report_dir=report_dir,
         rootpath=config.rootpath,
         worker=_worker(config),
     )
 
 
-def _marker_values(item: pytest.Item) -> dict[str, tuple[object, str]]:
+def _marker_layer(item: pytest.Item) -> Layer:
     """The marker's keyword arguments, the closest marker winning, each with where it is."""
-    values: dict[str, tuple[object, str]] = {}
+    values: dict[str, object] = {}
+    where: dict[str, str] = {}
     for mark in item.iter_markers(MARKER):
         if mark.args:
             raise _BadSetting(
                 f"@pytest.mark.harness{mark.args!r} (marker on {item.nodeid}): the marker takes "
                 f"keyword arguments only: {MARKER_SIGNATURE}"
             )
-        unknown = sorted(set(mark.kwargs) - set(_MARKER_KEYS))
+        unknown = sorted(set(mark.kwargs) - set(MARKER_KEYS))
         if unknown:
             raise _BadSetting(
                 f"@pytest.mark.harness({unknown[0]}=...) (marker on {item.nodeid}): unknown "
                 f"argument {unknown[0]!r}; the marker is {MARKER_SIGNATURE}"
             )
         for key, value in mark.kwargs.items():
-            if value is not None:
-                where = f"@pytest.mark.harness({key}={value!r}) (marker on {item.nodeid})"
-                values.setdefault(key, (value, where))
-    return values
+            if value is not None and key not in values:
+                values[key] = value
+                where[key] = f"@pytest.mark.harness({key}={shown(value)}) (marker on {item.nodeid})"
+    return Layer("marker", values, where)
 
 
-def _positive(value: object, where: str) -> int:
-    if type(value) is not int or value < 1:
-        raise _BadSetting(f"{where}: must be an int >= 1")
-    return value
-
-
-def _settings_for(item: pytest.Item) -> HarnessSettings:
+def _settings_for(item: pytest.Item) -> Settings:
     cached = item.stash.get(_SETTINGS, None)
     if cached is not None:
         return cached
     run = item.config.stash[_RUN]
-    marked = _marker_values(item)
-    chosen = run.profile
-    if "profile" in marked:
-        chosen = _check_profile(*marked["profile"])
-    max_examples = chosen.max_examples
-    if "max_examples" in marked:
-        max_examples = _positive(*marked["max_examples"])
-    max_steps = chosen.max_steps
-    if "max_steps" in marked:
-        max_steps = _positive(*marked["max_steps"])
-    seed = run.seed
-    if "seed" in marked:
-        value, where = marked["seed"]
-        if type(value) is not int:
-            raise _BadSetting(f"{where}: the seed must be an int")
-        seed = value
-    backend: Backend | None = None
-    if "backend" in marked:
-        from harness.sim.world import BACKENDS
-
-        value, where = marked["backend"]
-        if value not in BACKENDS:
-            raise _BadSetting(f"{where}: choose one of {', '.join(BACKENDS)}")
-        backend = value
-    faults: tuple[str, ...] | None = None
-    if "faults" in marked:
-        value, where = marked["faults"]
-        faults = _check_faults(value, where)
-    settings = HarnessSettings(
-        chosen, max_examples, max_steps, seed, backend, faults, _run_budget(chosen, marked)
-    )
+    try:
+        settings = resolve(_marker_layer(item), *run.layers)
+    except BadSetting as exc:
+        raise _BadSetting(str(exc)) from None
     item.stash[_SETTINGS] = settings
     return settings
-
-
-def _run_budget(chosen: Profile, marked: dict[str, tuple[object, str]]) -> RunBudget:
-    calls, seconds = chosen.run_budget.calls, chosen.run_budget.seconds
-    for key in ("run_calls", "run_seconds"):
-        if key in marked:
-            value, where = marked[key]
-            try:
-                RunBudget(**{key.removeprefix("run_"): value})  # type: ignore[arg-type]
-            except ConfigError as exc:
-                raise _BadSetting(f"{where}: {exc}") from None
-            if key == "run_calls":
-                calls = value  # type: ignore[assignment]
-            else:
-                seconds = value  # type: ignore[assignment]
-    return RunBudget(calls=calls, seconds=seconds)
-
-
-def _check_faults(value: object, where: str) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise _BadSetting(f"{where}: faults must be a list of fault names, e.g. ['crash']")
-    from harness.faults.kinds import Fault
-
-    names: list[str] = []
-    for fault in value:
-        try:
-            names.append(Fault(fault).value)
-        except ValueError:
-            names = sorted(f.value for f in Fault)
-            raise _BadSetting(
-                f"{where}: unknown fault {fault!r}{did_you_mean(str(fault), names)}; choose "
-                f"from {names}"
-            ) from None
-    return tuple(names)
 
 
 # -- hooks ----------------------------------------------------------------------------------
@@ -401,13 +345,26 @@ def _check_faults(value: object, where: str) -> tuple[str, ...]:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup(GROUP, GROUP_HELP)
-    group.addoption(PROFILE_OPTION, metavar="NAME", default=None, help=PROFILE_HELP)
-    group.addoption(SEED_OPTION, metavar="INT", default=None, help=SEED_HELP)
+    for key in SESSION_KEYS:
+        names = (option_name(key), REPORT_ALIAS) if key == "report_dir" else (option_name(key),)
+        metavar = {
+            "profile": "NAME",
+            "report_dir": "DIR",
+            "faults": "A,B",
+            "backend": "NAME",
+            "seed": "INT",
+            "run_seconds": "S",
+        }
+        group.addoption(
+            *names,
+            dest=option_name(key),
+            metavar=metavar.get(key, "N"),
+            default=None,
+            help=_OPTION_HELP[key],
+        )
+        parser.addini(ini_name(key), _OPTION_HELP[key], default="")
+    parser.addini("harness_report", f"the old name of {REPORT_INI}", default="")
     group.addoption(REPLAY_OPTION, metavar="FILE", default=None, help=REPLAY_HELP)
-    group.addoption(REPORT_OPTION, metavar="DIR", default=None, help=REPORT_HELP)
-    parser.addini(PROFILE_INI, PROFILE_HELP, default="")
-    parser.addini(SEED_INI, SEED_HELP, default="")
-    parser.addini(REPORT_INI, REPORT_HELP, default="")
 
 
 @pytest.hookimpl(tryfirst=True)  # before Hypothesis' own plugin loads --hypothesis-profile
@@ -434,11 +391,18 @@ def pytest_report_header(config: pytest.Config) -> str | None:
             f"harness: replaying {_display(run.replay_path, config.invocation_params.dir)} "
             f"({run.replay.processor}, {len(run.replay.schedule)} steps)"
         )
-    chosen = run.profile
-    seed = "from each processor's name" if run.seed is None else f"{run.seed} ({run.seed_source})"
+    chosen = run.settings
+    file = config.inipath.name if config.inipath is not None else "ini file"
+
+    def source(key: str) -> str:
+        return file if chosen.source(key) == "file" else chosen.source(key)
+
+    seed = (
+        "from each processor's name" if chosen.seed is None else f"{chosen.seed} ({source('seed')})"
+    )
     return (
-        f"harness: profile {chosen.name} ({run.profile_source}: {chosen.max_examples} schedules "
-        f"of up to {chosen.max_steps} steps), seed {seed}"
+        f"harness: profile {chosen.profile.name} ({source('profile')}: "
+        f"{chosen.max_examples} schedules of up to {chosen.max_steps} steps), seed {seed}"
     )
 
 
@@ -592,7 +556,7 @@ class Explorer:
 
     def __init__(
         self,
-        settings: HarnessSettings,
+        settings: Settings,
         *,
         nodeid: str,
         selector: str,
@@ -620,7 +584,7 @@ class Explorer:
         self,
         processor: Processor,
         *,
-        guarantee: Guarantee | str,
+        guarantee: Guarantee | str | None = None,
         topology: Topology | None = None,
         backend: Backend | None = None,
         faults: Iterable[Fault | str] | None = None,
@@ -631,28 +595,28 @@ class Explorer:
     ) -> Exploration:
         __tracebackhide__ = True
         from harness.engine import CounterexampleFound, explore  # the engine, on first use
-        from harness.search.problems import DEFAULT_MAX_PROBLEMS
 
         s = self.settings
-        backend = backend or s.backend or "memory"
-        if faults is None and s.faults is not None:
-            faults = s.faults
         try:
             if self._run.replay is not None:
-                return self._replay(processor, guarantee, topology, backend)
+                chosen = guarantee or s.require_guarantee(
+                    "a guarantee (harness_explore(guarantee=...) or the marker's)"
+                )
+                on: Backend = "leveldb" if s.backend == "leveldb" else "memory"
+                return self._replay(processor, chosen, topology, backend or on)
             with _TerminalProgress.for_test(self._config, self._nodeid):
                 result = explore(
                     processor,
                     guarantee=guarantee,
                     topology=topology,
                     backend=backend,
-                    max_examples=s.max_examples if max_examples is None else max_examples,
-                    max_steps=s.max_steps if max_steps is None else max_steps,
+                    max_examples=max_examples,
+                    max_steps=max_steps,
                     faults=faults,
-                    seed=s.seed if seed is None else seed,
+                    seed=seed,
                     failures_dir=self._failures_dir(),
-                    budget=s.run_budget,
-                    max_problems=DEFAULT_MAX_PROBLEMS if max_problems is None else max_problems,
+                    max_problems=max_problems,
+                    settings=s,
                 )
             self._user_properties.append((_COVERAGE_PROPERTY, result.summary()))
             return result
@@ -912,7 +876,7 @@ def _selector(item: pytest.Item, invocation_dir: Path) -> str:
 
 
 @pytest.fixture
-def harness_settings(request: pytest.FixtureRequest) -> HarnessSettings:
+def harness_settings(request: pytest.FixtureRequest) -> Settings:
     """The settings this test's ``harness_explore`` uses (marker > options > env > ini)."""
     try:
         return _settings_for(request.node)
@@ -921,7 +885,7 @@ def harness_settings(request: pytest.FixtureRequest) -> HarnessSettings:
 
 
 @pytest.fixture
-def harness_explore(request: pytest.FixtureRequest, harness_settings: HarnessSettings) -> Explorer:
+def harness_explore(request: pytest.FixtureRequest, harness_settings: Settings) -> Explorer:
     """``harness_explore(processor, guarantee=..., topology=None, backend=None, faults=None)``:
     explore the processor under drawn schedules; fail the test with the shrunk counterexample."""
     config = request.config
@@ -937,11 +901,14 @@ def harness_explore(request: pytest.FixtureRequest, harness_settings: HarnessSet
 
 
 @pytest.fixture
-def harness_backend(harness_settings: HarnessSettings) -> Backend:
-    """The backend of the lower-level fixtures: the marker's, else ``"leveldb"``.
-    Parametrize it (``@pytest.mark.parametrize("harness_backend", ["memory", "leveldb"])``)
-    to run a test on both."""
-    return harness_settings.backend or "leveldb"
+def harness_backend(harness_settings: Settings) -> Backend:
+    """The backend of the lower-level fixtures: the one the settings give (marker, option,
+    environment, ini file), else ``"leveldb"``. Parametrize it
+    (``@pytest.mark.parametrize("harness_backend", ["memory", "leveldb"])``) to run a test
+    on both."""
+    if harness_settings.source("backend") == "default":
+        return "leveldb"
+    return "leveldb" if harness_settings.backend == "leveldb" else "memory"
 
 
 @pytest.fixture

@@ -1122,9 +1122,14 @@ def test_a_malformed_history_is_unknown_with_no_anomalies() -> None:
     )
 
 
-def test_check_rejects_a_guarantee_that_is_not_a_guarantee() -> None:
-    with pytest.raises(ConfigError, match=r"guarantee must be a Guarantee .* got 'exactly-once'"):
-        check(Builder().finish(), "exactly-once")  # type: ignore[arg-type]
+def test_check_takes_a_guarantee_as_its_string_and_rejects_anything_else() -> None:
+    history = Builder().finish()
+    assert check(history, "exactly-once") == check(history, Guarantee.EXACTLY_ONCE)
+    assert check(history, "at-least-once") == check(history, Guarantee.AT_LEAST_ONCE)
+    with pytest.raises(
+        ConfigError, match=r"unknown guarantee, got 'exactly_once'; choose one of at-least-once"
+    ):
+        check(history, "exactly_once")
 
 
 # --------------------------------------------------------------------------------------------
@@ -1445,6 +1450,7 @@ def test_values_refuse_contradictions() -> None:
 
 def test_public_names() -> None:
     assert set(harness.check.__all__) == {
+        "EXIT_CODES",
         "MAX_PROBLEMS",
         "MAX_WITNESSES",
         "Anomaly",
@@ -1454,6 +1460,8 @@ def test_public_names() -> None:
         "Verdict",
         "Witness",
         "check",
+        "exit_code",
+        "guarantee_of",
         "validate",
     }
     for name in harness.check.__all__:

@@ -70,7 +70,7 @@ def test_check_a_stored_history(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_user_mistakes_are_one_line_errors(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     missing = tmp_path / "nope.jsonl"
     assert main(["check", str(missing), "--guarantee", "at-least-once"]) == 2
@@ -85,9 +85,16 @@ def test_user_mistakes_are_one_line_errors(
     assert main(["run", "--all", "dlog-reader-offsets"]) == 2
     assert "either --all or target names" in capsys.readouterr().err
     assert main(["run", "--profile", "turbo", "--all"]) == 2
-    assert "unknown harness profile 'turbo'; choose one of dev, ci, nightly" in (
+    assert "invalid choice: 'turbo'; choose from 'dev', 'ci', 'nightly'" in (
         capsys.readouterr().err
     )
+    monkeypatch.setenv("HARNESS_PROFILE", "turbo")  # the environment's, checked as strictly
+    assert main(["run", "--all"]) == 2
+    assert (
+        "HARNESS_PROFILE='turbo' (environment): unknown profile, got 'turbo'; choose one of "
+        "dev, ci, nightly" in capsys.readouterr().err
+    )
+    monkeypatch.delenv("HARNESS_PROFILE")
     assert main(["frobnicate"]) == 2
     assert main(["--help"]) == 0
 

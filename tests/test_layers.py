@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("storage and values", ("harness.log", "harness.history", "harness.faults")),
-    ("settings", ("harness.search.profiles",)),
+    ("settings", ("harness.search.profiles", "harness.settings")),
     ("offset stores", ("harness.offsets",)),
     ("simulator | checker", ("harness.sim", "harness.check")),
     ("strategies | reports", ("harness.strategies", "harness.report")),
@@ -53,10 +53,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 """Lowest first. ``harness`` alone is the package's ``__init__`` (the public surface)."""
 
-SIDEWAYS = frozenset({"engine parts", "public surface, Spark, Kafka doubles", "front doors"})
-"""Layers whose packages may import each other (``__main__`` runs the CLI; the public
-surface re-exports the catalogue; the engine's parts serve each other). On every other layer
-the packages are independent."""
+SIDEWAYS = frozenset(
+    {"settings", "engine parts", "public surface, Spark, Kafka doubles", "front doors"}
+)
+"""Layers whose packages may import each other (the settings value builds on the profiles;
+``__main__`` runs the CLI; the public surface re-exports its homes' names; the engine's parts
+serve each other). On every other layer the packages are independent."""
 
 DEFAULT_RANK = [name for name, _ in LAYERS].index("engine parts")
 """Where an unlisted ``harness.X`` package goes: among the engine's parts, just below the

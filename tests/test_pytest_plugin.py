@@ -138,14 +138,20 @@ def test_options_and_ini_values_are_documented_in_one_group(pytester: pytest.Pyt
         [
             "stream-harness: delivery guarantees under faults:",
             "  --harness-profile=NAME*",
+            "  --harness-max-examples=N*",
+            "  --harness-max-steps=N*",
             "  --harness-seed=INT*",
+            "  --harness-faults=A,B*",
+            "  --harness-run-calls=N*",
+            "  --harness-run-seconds=S*",
+            "  --harness-backend=NAME*",
+            "  --harness-report-dir=DIR, --harness-report=DIR*",
+            "  --harness-max-problems=N*",
             "  --harness-replay=FILE*",
-            "  --harness-report=DIR*",
         ]
     )
-    result.stdout.fnmatch_lines(["  harness_profile (string):*"])
-    result.stdout.fnmatch_lines(["  harness_seed (string):*"])
-    result.stdout.fnmatch_lines(["  harness_report (string):*"])
+    for key in ("profile", "seed", "max_examples", "run_calls", "report_dir", "report"):
+        result.stdout.fnmatch_lines([f"  harness_{key} (string):*"])
 
 
 def test_the_marker_is_registered_with_its_signature(pytester: pytest.Pytester) -> None:
@@ -243,18 +249,25 @@ def test_the_marker_closest_to_the_test_wins(pytester: pytest.Pytester) -> None:
         (
             "cli",
             ["--harness-profile", "fast"],
-            "ERROR: --harness-profile 'fast' (command line): choose one of dev, ci, nightly",
+            "ERROR: --harness-profile 'fast' (command line): unknown profile, got 'fast'; "
+            "choose one of dev, ci, nightly",
         ),
         (
             "env",
             [],
-            "ERROR: HARNESS_PROFILE='fast' (environment): choose one of dev, ci, nightly",
+            "ERROR: HARNESS_PROFILE='fast' (environment): unknown profile, got 'fast'; choose "
+            "one of dev, ci, nightly",
         ),
-        ("ini", [], "ERROR: harness_profile = 'fast' (tox.ini): choose one of dev, ci, nightly"),
+        (
+            "ini",
+            [],
+            "ERROR: harness_profile = 'fast' (tox.ini): unknown profile, got 'fast'; choose one "
+            "of dev, ci, nightly",
+        ),
         (
             "cli",
             ["--harness-seed", "lucky"],
-            "ERROR: --harness-seed 'lucky' (command line): the seed must be an integer",
+            "ERROR: --harness-seed 'lucky' (command line): seed must be an integer, got 'lucky'*",
         ),
         (
             "cli",
@@ -313,15 +326,15 @@ def test_a_bad_marker_fails_its_test_with_where_it_is(pytester: pytest.Pytester)
     result.stdout.fnmatch_lines(
         [
             "*@pytest.mark.harness(profile='fast') (marker on test_marks.py::test_profile): "
-            "choose one of dev, ci, nightly",
+            "unknown profile, got 'fast'; choose one of dev, ci, nightly",
             "*@pytest.mark.harness(examples=...) (marker on test_marks.py::test_unknown): "
             f"unknown argument 'examples'; the marker is {lit(MARKER_SIGNATURE)}",
             "*@pytest.mark.harness('dev',) (marker on test_marks.py::test_positional): the "
             "marker takes keyword arguments only*",
             "*@pytest.mark.harness(faults=[[]'meteor'[]]) (marker on test_marks.py::test_fault)"
-            ": unknown fault 'meteor'; choose from*",
+            ": unknown fault, got 'meteor'; choose from*",
             "*@pytest.mark.harness(max_examples=0) (marker on test_marks.py::test_budget): "
-            "must be an int >= 1",
+            "max_examples must be an integer >= 1, got 0*",
         ]
     )
     assert "Traceback" not in result.stdout.str()

@@ -73,7 +73,7 @@ def test_a_bad_run_budget_in_the_marker_fails_its_test_with_where_it_is(
     result.stdout.fnmatch_lines(
         [
             "*@pytest.mark.harness(run_calls=0) (marker on test_a_bad_run_budget*.py::"
-            "test_budget): run budget calls must be an int >= 1, got 0; e.g. 1000000"
+            "test_budget): run_calls must be an integer >= 1, got 0; give e.g. 100"
         ]
     )
 

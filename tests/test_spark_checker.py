@@ -507,7 +507,9 @@ def test_the_command_prints_the_verdict_json_and_exits_by_status(
     from harness.spark.check.command import run
 
     generated = generate_history(tmp_path / "h.parquet", records=600, plan=Plan(duplicated=1))
-    assert run(command_args(tmp_path / "h.parquet")) == 1
+    assert run(command_args(tmp_path / "h.parquet")) == 2  # the guarantee is never assumed
+    assert capsys.readouterr().err.startswith("error: --guarantee is required: ")
+    assert run(command_args(tmp_path / "h.parquet", "--guarantee", "exactly-once")) == 1
     printed = json.loads(capsys.readouterr().out)
     expected = check(read_history(generated.path), EO)
     assert printed == {  # the envelope of every command's --json (output.schema.json)
@@ -524,7 +526,11 @@ def test_the_command_prints_the_verdict_json_and_exits_by_status(
         == 0
     )
     assert capsys.readouterr().out.startswith("VALID under at-least-once (1 run)\nrun generated: ")
-    assert run(command_args(tmp_path / "h.parquet", "--out", str(out), "--explain")) == 1
+    alo = ("--guarantee", "at-least-once")
+    assert run(command_args(tmp_path / "h.parquet", *alo, "--out", str(out), "--json")) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(out.read_text(encoding="utf-8"))
+    eo = ("--guarantee", "exactly-once")
+    assert run(command_args(tmp_path / "h.parquet", *eo, "--out", str(out), "--explain")) == 1
     explained = capsys.readouterr().err
     assert re.fullmatch(r"explain: [1-9]\d* Spark jobs for 1 run in \d+\.\d s\n", explained)
     stored = json.loads(out.read_text(encoding="utf-8"))

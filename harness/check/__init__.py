@@ -8,6 +8,7 @@ history cannot be checked; the verdict values (:class:`Verdict`, :class:`Anomaly
 from harness.check.local import check
 from harness.check.validate import MAX_PROBLEMS, validate
 from harness.check.verdict import (
+    EXIT_CODES,
     MAX_WITNESSES,
     Anomaly,
     AnomalyKind,
@@ -15,9 +16,12 @@ from harness.check.verdict import (
     Status,
     Verdict,
     Witness,
+    exit_code,
+    guarantee_of,
 )
 
 __all__ = [
+    "EXIT_CODES",
     "MAX_PROBLEMS",
     "MAX_WITNESSES",
     "Anomaly",
@@ -27,5 +31,7 @@ __all__ = [
     "Verdict",
     "Witness",
     "check",
+    "exit_code",
+    "guarantee_of",
     "validate",
 ]

@@ -125,9 +125,15 @@ from typing import Final
 from harness.check import wording
 from harness.check.policy import Finding, assemble, best, unknown, witness
 from harness.check.validate import validate
-from harness.check.verdict import MAX_WITNESSES, AnomalyKind, Guarantee, Verdict, Witness
+from harness.check.verdict import (
+    MAX_WITNESSES,
+    AnomalyKind,
+    Guarantee,
+    Verdict,
+    Witness,
+    guarantee_of,
+)
 from harness.check.wording import NO_DRAIN_REASON
-from harness.errors import ConfigError
 from harness.history.events import (
     POISON,
     Aggregate,
@@ -147,18 +153,15 @@ REDELIVERED: Final = ReadDetail.REDELIVERED.value
 _K = EventKind
 
 
-def check(history: History, guarantee: Guarantee) -> Verdict:
-    """Judge ``history`` against ``guarantee`` by the rules of this module's docstring.
+def check(history: History, guarantee: Guarantee | str) -> Verdict:
+    """Judge ``history`` against ``guarantee`` (a :class:`Guarantee` or its string,
+    ``"exactly-once"``) by the rules of this module's docstring.
 
     Never raises for a bad history (it is UNKNOWN, with :func:`validate`'s problems as
-    reasons); raises :class:`~harness.errors.ConfigError` when ``guarantee`` is not a
-    :class:`Guarantee`.
+    reasons); raises :class:`~harness.settings.BadSetting` (a ``ConfigError``) naming the
+    choices when ``guarantee`` is neither.
     """
-    if not isinstance(guarantee, Guarantee):
-        raise ConfigError(
-            f"guarantee must be a Guarantee (Guarantee.AT_LEAST_ONCE or "
-            f"Guarantee.EXACTLY_ONCE), got {guarantee!r}"
-        )
+    guarantee = guarantee_of(guarantee)
     problems = validate(history)
     if problems:
         events = getattr(history, "events", None)

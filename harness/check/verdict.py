@@ -17,6 +17,7 @@ from typing import Any, Final, final
 from harness.errors import ConfigError
 
 __all__ = [
+    "EXIT_CODES",
     "MAX_WITNESSES",
     "Anomaly",
     "AnomalyKind",
@@ -24,6 +25,8 @@ __all__ = [
     "Status",
     "Verdict",
     "Witness",
+    "exit_code",
+    "guarantee_of",
 ]
 
 MAX_WITNESSES: Final = 5
@@ -37,6 +40,21 @@ class Guarantee(str, enum.Enum):
     """Nothing acknowledged is lost; an effect may be applied more than once."""
     EXACTLY_ONCE = "exactly-once"
     """Nothing acknowledged is lost and no effect is applied more than once."""
+
+
+def guarantee_of(value: object, where: str = "guarantee") -> Guarantee:
+    """``value`` (a :class:`Guarantee` or its string, ``"exactly-once"``) as a
+    :class:`Guarantee`; anything else is a :class:`~harness.settings.BadSetting` naming it,
+    ``where`` it came from and the choices. Every door and checker parses guarantees here."""
+    from harness.settings import GUARANTEES, BadSetting
+
+    if isinstance(value, Guarantee):
+        return value
+    if isinstance(value, str) and value in GUARANTEES:
+        return Guarantee(value)
+    raise BadSetting(
+        "guarantee", value, where, "unknown guarantee", f"choose one of {', '.join(GUARANTEES)}"
+    )
 
 
 class Status(str, enum.Enum):
@@ -69,6 +87,19 @@ _STATUS_RANK: Final[Mapping[Status, int]] = {
     Status.UNKNOWN: 1,
     Status.INVALID: 2,
 }
+
+EXIT_CODES: Final[Mapping[Status, int]] = MappingProxyType(
+    {Status.VALID: 0, Status.INVALID: 1, Status.UNKNOWN: 2}
+)
+"""The one exit-code map of every door: 0 VALID, 1 INVALID, 2 UNKNOWN (and a usage error)."""
+
+
+def exit_code(status: Status | str) -> int:
+    """The exit code for ``status`` (a :class:`Status` or its value): :data:`EXIT_CODES`."""
+    try:
+        return EXIT_CODES[Status(status)]
+    except ValueError:
+        return EXIT_CODES[Status.UNKNOWN]  # fail closed: no unknown status passes
 
 
 class AnomalyKind(str, enum.Enum):

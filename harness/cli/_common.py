@@ -1,17 +1,28 @@
-"""What every command shares: exit codes, the verdict's exit code, fault and scenario lookups.
+"""What every command shares: exit codes, the settings' options, fault and scenario lookups.
 
-Imports only the standard library and ``harness.errors``: each command module imports the
-engine inside its ``main``, so building the parser (and ``--help``) stays fast.
+:func:`add_settings` (``harness.settings.add_options``) declares the settings' options a
+command takes, with one spelling, one help text and one set of choices for every command;
+:func:`settings_from` (``harness.settings.from_options``) resolves them once with the
+environment (docs/settings.md).
+
+Imports only the standard library, ``harness.errors`` and the light ``harness.settings``:
+each command module imports the engine inside its ``main``, so building the parser (and
+``--help``) stays fast.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 from harness.errors import ConfigError
+from harness.settings import GUARANTEES
+from harness.settings import add_options as add_settings
+from harness.settings import from_options as settings_from
 
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
 
     from harness.catalogue.subject import Scenario
     from harness.check import Status, Verdict
@@ -24,11 +35,14 @@ __all__ = [
     "EXIT_UNKNOWN",
     "GUARANTEES",
     "add_run_budget",
+    "add_settings",
     "exit_code",
     "load_scenarios",
     "parse_faults",
     "print_output",
     "run_budget",
+    "settings_from",
+    "write_reports",
 ]
 
 EXIT_OK: Final = 0
@@ -38,15 +52,12 @@ EXIT_UNKNOWN: Final = 2
 EXIT_INTERRUPTED: Final = 130
 """Ctrl-C, as a shell reports a process SIGINT ended."""
 
-GUARANTEES: Final = ("at-least-once", "exactly-once")
-"""The ``--guarantee`` choices (``harness.check.Guarantee``'s values, without importing it)."""
 
+def exit_code(verdict: Verdict | Status) -> int:
+    """0 for VALID, 1 for INVALID, 2 for UNKNOWN: ``harness.check.verdict.EXIT_CODES``."""
+    from harness.check.verdict import exit_code as code_of
 
-def exit_code(verdict: Verdict) -> int:
-    """0 for VALID, 1 for INVALID, 2 for UNKNOWN."""
-    from harness.check import Status
-
-    return {Status.VALID: EXIT_OK, Status.INVALID: EXIT_INVALID}.get(verdict.status, EXIT_UNKNOWN)
+    return code_of(verdict if isinstance(verdict, str) else verdict.status)
 
 
 def parse_faults(text: str | None) -> list[str] | None:
@@ -77,26 +88,31 @@ def print_output(command: str, status: Status | str, summary: str, **fields: Any
 
 def add_run_budget(parser: argparse.ArgumentParser) -> None:
     """Declare ``--run-calls`` and ``--run-seconds``: what one simulated run may spend."""
-    parser.add_argument(
-        "--run-calls",
-        type=int,
-        default=None,
-        help="calls into the world one run may make before it ends UNKNOWN (default 1000000)",
-    )
-    parser.add_argument(
-        "--run-seconds",
-        type=float,
-        default=None,
-        help="wall-clock seconds one run may take before it ends UNKNOWN (default 60)",
-    )
+    add_settings(parser, ("run_calls", "run_seconds"))
 
 
 def run_budget(args: argparse.Namespace, base: RunBudget | None = None) -> RunBudget:
-    """``base`` (default: the default run budget) with ``--run-calls``/``--run-seconds``."""
-    from harness.sim.budget import DEFAULT_RUN_BUDGET, RunBudget
+    """The run budget ``--run-calls``/``--run-seconds`` and the environment give (over
+    ``base``'s, default: the profile's)."""
+    from harness.sim.budget import RunBudget
 
-    base = DEFAULT_RUN_BUDGET if base is None else base
+    chosen = settings_from(args)
+    if base is None:
+        return chosen.run_budget
     return RunBudget(
-        calls=base.calls if args.run_calls is None else args.run_calls,
-        seconds=base.seconds if args.run_seconds is None else args.run_seconds,
+        calls=base.calls if chosen.source("run_calls") == "profile" else chosen.run_budget.calls,
+        seconds=base.seconds
+        if chosen.source("run_seconds") == "profile"
+        else chosen.run_budget.seconds,
     )
+
+
+def write_reports(directory: Path | None, failures: Iterable[Any], name: str) -> None:
+    """``--report-dir``: each failure's report as ``NAME-<n>.report.{txt,json,html}``."""
+    if directory is None:
+        return
+    from harness.report import gather, write_report
+
+    for number, failure in enumerate(failures, 1):
+        facts = gather(failure, replay_command=failure.replay_command)
+        write_report(directory, facts, name=f"{name}-{number}.report")

@@ -1,4 +1,6 @@
-"""``python -m harness check HISTORY --guarantee G``: check a stored history file."""
+"""``python -m harness check HISTORY --guarantee G``: check a stored history file.
+
+``--guarantee`` is required, as in every command (docs/settings.md)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from pathlib import Path
 from typing import Final
 
 from harness._shown import shown
-from harness.cli._common import GUARANTEES, exit_code
+from harness.cli._common import add_settings, exit_code, settings_from
 from harness.errors import ConfigError, CorruptData
 
 __all__ = ["DESCRIPTION", "add_arguments", "main"]
@@ -21,13 +23,7 @@ DESCRIPTION: Final = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``check``'s history file and options."""
     parser.add_argument("history", type=Path, help="the history file (.jsonl or .parquet)")
-    parser.add_argument(
-        "--guarantee",
-        choices=GUARANTEES,
-        required=True,
-        help="the guarantee to check",
-    )
-    parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    add_settings(parser, ("guarantee", "json"))
     parser.add_argument("--out", type=Path, default=None, help="also write the verdict JSON here")
     parser.add_argument(
         "--engine",
@@ -61,23 +57,26 @@ def main(args: argparse.Namespace) -> int:
     """Check the history; returns the verdict's exit code."""
     from harness._output import writable, write_atomic
 
+    settings = settings_from(args)
+    guarantee = settings.require_guarantee("--guarantee")
     if args.out is not None:
         writable(args.out, "--out")  # before the history is read: one line, no partial file
     if _engine(args) == "spark":
         from harness.cli.check_spark import run_spark_command
 
         return run_spark_command(
-            [str(args.history), "--guarantee", args.guarantee]
+            [str(args.history), "--guarantee", guarantee]
             + (["--out", str(args.out)] if args.out else [])
+            + (["--json"] if settings.json else [])
         )
     from harness._progress import metering
-    from harness.check import Guarantee, check
+    from harness.check import check
     from harness.history.io import read_history
     from harness.report.json_report import render_output
     from harness.report.live import LiveProgress, emit
 
     with (
-        LiveProgress(f"check {args.history}", None, json_output=args.json, units="") as live,
+        LiveProgress(f"check {args.history}", None, json_output=settings.json, units="") as live,
         metering(live.amount),
     ):
         live.step(detail="reading the history")
@@ -90,19 +89,19 @@ def main(args: argparse.Namespace) -> int:
         except CorruptData as exc:  # pyarrow's causes span lines: the error is one line
             raise CorruptData(" ".join(str(exc).split())) from None
         live.step(detail=f"checking {len(history.events)} events")
-        verdict = check(history, Guarantee(args.guarantee))
-    headline = f"{args.guarantee} for {args.history}: {verdict.status.name}"
+        verdict = check(history, guarantee)
+    headline = f"{guarantee} for {args.history}: {verdict.status.name}"
     text = render_output(
         "check",
         verdict.status,
         headline,
-        guarantee=args.guarantee,
+        guarantee=guarantee,
         source=str(args.history),
         verdict=verdict.to_json(),
     )
     if args.out is not None:
         write_atomic(args.out, text + "\n", "--out")
-    if args.json:
+    if settings.json:
         print(text)
     else:
         emit(headline)

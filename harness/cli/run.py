@@ -18,13 +18,12 @@ from harness._usage import did_you_mean
 from harness.cli._common import (
     EXIT_INVALID,
     EXIT_OK,
-    GUARANTEES,
-    add_run_budget,
+    add_settings,
     exit_code,
     load_scenarios,
-    parse_faults,
     print_output,
-    run_budget,
+    settings_from,
+    write_reports,
 )
 from harness.errors import ConfigError
 
@@ -32,8 +31,8 @@ if TYPE_CHECKING:
     from harness.catalogue.subject import Scenario
     from harness.cli.matrix import VariantResult
     from harness.search.profiles import Profile
-    from harness.sim.budget import RunBudget
-    from harness.sim.world import Backend
+    from harness.settings import Settings
+    from harness.sim.topology import Topology
 
 __all__ = ["DESCRIPTION", "add_arguments", "main"]
 
@@ -54,27 +53,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a scenario name, SCENARIO:VARIANT, or your processor as MODULE:FUNCTION",
     )
     parser.add_argument("--all", action="store_true", help="every scenario and variant")
-    parser.add_argument(
-        "--profile",
-        default=None,
-        help="search budget: dev, ci or nightly (default: $HARNESS_PROFILE, else ci)",
+    add_settings(
+        parser,
+        ("guarantee", "profile", "max_examples", "max_steps", "seed", "faults"),
+        help={"guarantee": "for MODULE:FUNCTION (a scenario names its own)"},
+        aliases={"max_examples": ("--examples",)},
     )
-    parser.add_argument("--seed", type=int, default=None, help="the search seed")
-    parser.add_argument("--examples", type=int, default=None, help="schedules per search")
     parser.add_argument(
         "--seeds", type=int, default=None, help="searches per buggy variant (the profile's)"
     )
-    parser.add_argument(
-        "--backend",
-        choices=("memory", "leveldb", "both"),
-        default="memory",
-        help="where logs and offsets live (default memory; leveldb is real plyvel on disk)",
-    )
-    parser.add_argument(
-        "--guarantee",
-        choices=GUARANTEES,
-        default=None,
-        help="the guarantee your processor claims (required for MODULE:FUNCTION)",
+    add_settings(
+        parser,
+        ("backend", "run_calls", "run_seconds"),
+        help={"backend": "both: each scenario on both (the matrix only)"},
+        extra_choices={"backend": ("both",)},
     )
     parser.add_argument(
         "--topology",
@@ -82,9 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="your processor's topology as JSON, e.g. '{\"partitions\": 2}' (default: 1 "
         "partition, 3 keys, one log sink 'out')",
     )
-    parser.add_argument("--faults", default=None, help="comma-separated faults (default: all)")
-    add_run_budget(parser)
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_settings(parser, ("json",), help={"json": "for the matrix, instead of a table"})
     parser.add_argument(
         "--markdown", type=Path, default=None, help="also write the matrix as a Markdown table"
     )
@@ -93,12 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=".harness/failures",
         help="where failing schedules are saved for replay (default .harness/failures)",
     )
-    parser.add_argument(
-        "--max-problems",
-        type=int,
-        default=None,
-        help="for a processor of yours: distinct problems to look for (default 5; 1: stop at "
-        "the first failure)",
+    add_settings(
+        parser, ("max_problems", "report_dir"), help={"max_problems": "your processor only"}
     )
 
 
@@ -150,34 +136,44 @@ def _unknown_scenario(target: str, names: list[str]) -> str:
 def main(args: argparse.Namespace) -> int:
     """Run the matrix or the user's processor; returns the exit code."""
     from harness._output import writable
-    from harness.search.profiles import profile
 
-    budget = profile(args.profile)
+    both = args.backend == "both"
+    settings = settings_from(args, skip=("backend",) if both else ())
     # the outputs are checked before the work: one line, not a traceback after the search
     writable(args.failures_dir, "--failures-dir", directory=True)
     if args.markdown is not None:
         writable(args.markdown, "--markdown")
-    if args.examples is not None:
-        if args.examples < 1:
-            raise ConfigError(f"--examples must be >= 1, got {args.examples}")
-        budget = dataclasses.replace(budget, max_examples=args.examples)
+    if settings.report_dir is not None:
+        writable(settings.report_dir, "--report-dir", directory=True)
     scenarios = _scenarios(args)
     if scenarios is None:
-        return _run_processor(
-            args, budget.max_examples, budget.max_steps, run_budget(args, budget.run_budget)
-        )
-    return _run_matrix(args, budget, scenarios)
+        if both:
+            raise ConfigError("--backend both runs scenarios; run your processor on one backend")
+        return _run_processor(args, settings)
+    budget = dataclasses.replace(
+        settings.profile,
+        max_examples=settings.max_examples,
+        max_steps=settings.max_steps,
+        run_budget=settings.run_budget,
+    )
+    backends: tuple[Any, ...] = ("memory", "leveldb") if both else (settings.backend,)
+    return _run_matrix(args, budget, scenarios, backends, settings.json)
 
 
-def _run_matrix(args: argparse.Namespace, budget: Profile, scenarios: list[Scenario]) -> int:
+def _run_matrix(
+    args: argparse.Namespace,
+    budget: Profile,
+    scenarios: list[Scenario],
+    backends: tuple[Any, ...],
+    json_output: bool,
+) -> int:
     from harness._output import write_atomic
     from harness._progress import watching
     from harness.cli.matrix import render_table, run_matrix
     from harness.report.live import LiveProgress, emit
 
-    backends: tuple[Any, ...] = ("memory", "leveldb") if args.backend == "both" else (args.backend,)
     cells = sum(len(s.variants) for s in scenarios) * len(backends)
-    live = LiveProgress("matrix", cells, json_output=args.json, units="cells")
+    live = LiveProgress("matrix", cells, json_output=json_output, units="cells")
     missed: list[str] = []
 
     def progress(result: VariantResult, done: int, total: int) -> None:
@@ -220,7 +216,7 @@ def _run_matrix(args: argparse.Namespace, budget: Profile, scenarios: list[Scena
     if bad:
         names = ", ".join(f"{r.scenario}:{r.variant} ({r.backend})" for r in bad)
         summary += f"; NOT AS EXPECTED: {names}"
-    if args.json:
+    if json_output:
         status = "invalid" if bad else "valid"
         print_output("matrix", status, summary, cells=[r.to_json() for r in results], totals=totals)
     else:
@@ -229,72 +225,41 @@ def _run_matrix(args: argparse.Namespace, budget: Profile, scenarios: list[Scena
     return EXIT_INVALID if bad else EXIT_OK
 
 
-def _run_processor(
-    args: argparse.Namespace, max_examples: int, max_steps: int, budget: RunBudget
-) -> int:
+def _run_processor(args: argparse.Namespace, settings: Settings) -> int:
     from harness._progress import watching
     from harness.engine import CounterexampleFound, explore, load_processor
     from harness.report.live import LiveProgress, emit
-    from harness.search.problems import DEFAULT_MAX_PROBLEMS
-    from harness.sim.topology import Topology
 
     if len(args.targets) != 1:
         raise ConfigError("give exactly one processor as MODULE:FUNCTION")
-    if args.guarantee is None:
-        raise ConfigError(
-            f"--guarantee is required to run your processor {shown(args.targets[0])}: "
-            "at-least-once or exactly-once"
-        )
+    settings.require_guarantee("--guarantee")  # the claim your processor makes
     if str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))  # run from a project: its modules are importable
     processor = load_processor(args.targets[0])
-    topology = Topology()
-    if args.topology is not None:
-        from harness._json import parse_json
-
-        fix = """give an object such as '{"partitions": 2}'"""
-        data = parse_json(args.topology, what="--topology", fix=fix)
-        if not isinstance(data, dict):
-            raise ConfigError(
-                f"--topology must be a JSON object: {fix}, got {shown(args.topology)}"
-            )
-        try:
-            topology = Topology.from_json(data, partial=True)
-        except ConfigError as exc:
-            raise ConfigError(f"--topology: {exc}") from None
-    backend: Backend = "leveldb" if args.backend == "leveldb" else "memory"
+    topology = _topology(args.topology)
     name = args.targets[0].rpartition(":")[2]  # the function: the line stays short
-    live = LiveProgress(f"explore {name}", max_examples, json_output=args.json)
+    live = LiveProgress(f"explore {name}", settings.max_examples, json_output=settings.json)
     try:
         with live, watching(live.tick):
             result = explore(
-                processor,
-                guarantee=args.guarantee,
-                topology=topology,
-                backend=backend,
-                max_examples=max_examples,
-                max_steps=max_steps,
-                faults=parse_faults(args.faults),
-                seed=args.seed,
-                failures_dir=args.failures_dir,
-                budget=budget,
-                max_problems=args.max_problems or DEFAULT_MAX_PROBLEMS,
+                processor, topology=topology, failures_dir=args.failures_dir, settings=settings
             )
     except CounterexampleFound as exc:
-        if args.json:
+        write_reports(settings.report_dir, exc.failures, name)
+        if settings.json:
             _print_failure(exc)
         else:
             emit(str(exc))
         return exit_code(exc.failure.verdict)
     message = result.summary()
-    if args.json:
+    if settings.json:
         print_output(
             "run",
             "valid",
             message,
             guarantee=result.guarantee.value,
             processor=result.processor,
-            backend=backend,
+            backend=settings.backend,
             seed=result.seed,
             examples=result.examples,
             verdict=None,
@@ -305,6 +270,23 @@ def _run_processor(
     else:
         emit(message)
     return EXIT_OK
+
+
+def _topology(text: str | None) -> Topology:
+    from harness.sim.topology import Topology
+
+    if text is None:
+        return Topology()
+    from harness._json import parse_json
+
+    fix = """give an object such as '{"partitions": 2}'"""
+    data = parse_json(text, what="--topology", fix=fix)
+    if not isinstance(data, dict):
+        raise ConfigError(f"--topology must be a JSON object: {fix}, got {shown(text)}")
+    try:
+        return Topology.from_json(data, partial=True)
+    except ConfigError as exc:
+        raise ConfigError(f"--topology: {exc}") from None
 
 
 def _print_failure(exc: Any) -> None:

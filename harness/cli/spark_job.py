@@ -18,11 +18,12 @@ import shlex
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from harness._usage import UsageParser, wants_json
-from harness.check import Status
+from harness.check import Status, exit_code
 from harness.errors import ConfigError, HarnessError
+from harness.settings import Settings, add_options, from_options
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -30,7 +31,7 @@ __all__ = ["add_arguments", "main", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's options (the job's own arguments follow ``--``)."""
     parser.add_argument("app", help="the job: path/to/job.py, job.py:function or module:function")
-    parser.add_argument("--guarantee", required=True, choices=["at-least-once", "exactly-once"])
+    add_options(parser, ("guarantee",))
     parser.add_argument("--input", action="append", required=True, metavar="TOPIC")
     parser.add_argument(
         "--output",
@@ -71,17 +72,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="the source's maxOffsetsPerTrigger when the job sets none",
     )
-    parser.add_argument("--max-schedules", type=int, default=20)
+    add_options(
+        parser,
+        ("max_examples", "seed"),
+        help={"max_examples": "here default 20 (each starts Spark queries)", "seed": "here 0"},
+        aliases={"max_examples": ("--max-schedules",)},
+    )
     parser.add_argument("--no-sigkill", action="store_true", help="crash in process only")
     parser.add_argument(
         "--upstream-resends",
         action="store_true",
         help="the input's producer is at-least-once: also plan and draw its resends",
     )
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", default=None, help="where the schedules' worlds go")
     parser.add_argument("--failures-dir", default=".harness/failures")
     parser.add_argument("--replay", default=None, metavar="FILE")
+    add_options(parser, ("json",))
 
 
 def _lineage(spec: str | None) -> Any:
@@ -119,43 +125,103 @@ def _job(args: argparse.Namespace, app_args: Sequence[str]) -> Any:
     )
 
 
+SPARK_JOB_DEFAULTS: Final = {"max_examples": 20, "seed": 0}
+"""This door's own defaults: a schedule here starts Spark queries (seconds each), so the
+profile's hundreds are not its default; the seed is fixed."""
+
+
 def run(args: argparse.Namespace, app_args: Sequence[str], argv: Sequence[str]) -> int:
     """Explore (or replay) and print the verdict; the exit code."""
     from harness.check.verdict import Guarantee
     from harness.spark.streaming.job import quiet_session
     from harness.spark.streaming.jobsearch import JobReplay, explore_job, replay_job
 
+    settings = from_options(args, defaults=SPARK_JOB_DEFAULTS)
+    guarantee = settings.require_guarantee("--guarantee")
     job = _job(args, app_args)
     quiet_session()
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="harness-spark-job-"))
     if args.replay is not None:
-        replay = dataclasses.replace(
-            JobReplay.load(args.replay), guarantee=Guarantee(args.guarantee)
-        )
+        replay = dataclasses.replace(JobReplay.load(args.replay), guarantee=Guarantee(guarantee))
         replayed = replay_job(replay, workdir=workdir / "replay", job=job)
-        print(replayed.verdict.summary())
-        print(replay.schedule.describe())
-        return {Status.VALID: 0, Status.INVALID: 1}.get(replayed.verdict.status, 2)
+        if settings.json:
+            _print_json(args, settings, replayed.verdict, replay.schedule, 1, None, "a replay")
+        else:
+            print(replayed.verdict.summary())
+            print(replay.schedule.describe())
+        return exit_code(replayed.verdict.status)
     explored = explore_job(
         job,
-        args.guarantee,
+        guarantee,
         workdir=workdir,
-        max_schedules=args.max_schedules,
-        seed=args.seed,
+        max_schedules=settings.max_examples,
+        seed=settings.seed or 0,
         sigkill=not args.no_sigkill,
         failures_dir=args.failures_dir,
     )
+    command = None
+    if explored.replay_file is not None:
+        words = ["python", "-m", "harness", "spark-job", *argv]
+        cut = words.index("--") if "--" in words else len(words)
+        words[cut:cut] = ["--replay", str(explored.replay_file)]
+        command = shlex.join(words)
+    if settings.json:
+        schedule = None if explored.failure is None else explored.failure.schedule
+        _print_json(
+            args,
+            settings,
+            explored.verdict,
+            schedule,
+            explored.schedules,
+            command,
+            explored.coverage(),
+        )
+        return 0 if explored.verdict is None else exit_code(explored.verdict.status)
     print(f"tried: {explored.coverage()}")
     print(f"the schedules' worlds (checkpoints, sinks, logs) are kept in {workdir}")
     if explored.verdict is None:
-        print(f"{args.guarantee} held for {args.app}")
+        print(f"{guarantee} held for {args.app}")
         return 0
     assert explored.failure is not None
     print(explored.verdict.summary())
     print(explored.failure.schedule.describe())
     if explored.replay_file is not None:
         _print_replay(explored.replay_file, argv, holds_job=job.to_json() is not None)
-    return 1 if explored.verdict.status is Status.INVALID else 2
+    return exit_code(explored.verdict.status)
+
+
+def _print_json(
+    args: argparse.Namespace,
+    settings: Settings,
+    verdict: Any,
+    schedule: Any,
+    examples: int,
+    command: str | None,
+    tried: str,
+) -> None:
+    from harness.report.json_report import render_output
+
+    status = Status.VALID if verdict is None else verdict.status
+    summary = (
+        f"{settings.guarantee} held for {args.app}"
+        if verdict is None
+        else verdict.summary().splitlines()[0]
+    )
+    print(
+        render_output(
+            "spark-job",
+            status,
+            summary,
+            guarantee=settings.guarantee,
+            processor=args.app,
+            seed=settings.seed,
+            examples=examples,
+            verdict=None if verdict is None else verdict.to_json(),
+            stream_schedule=None if schedule is None else schedule.to_json(),
+            replay_command=command,
+            tried=tried,
+        )
+    )
 
 
 def _print_replay(file: Path, argv: Sequence[str], *, holds_job: bool) -> None:

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from harness._output import writable
 from harness._progress import Stage, Tick, notify
 from harness._shown import shown
-from harness.check import Guarantee, Status, Verdict
+from harness.check import Guarantee, Status, Verdict, guarantee_of
 from harness.engine.loading import SearchSkipped, loading_script
 from harness.engine.replay_file import DEFAULT_FAILURES_DIR, Replay
 from harness.engine.reruns import rerun
 from harness.engine.results import CounterexampleFound, Exploration, Failure
-from harness.engine.runs import as_guarantee, run_once
+from harness.engine.runs import run_once
 from harness.errors import ConfigError
 from harness.faults.schedule import Schedule
 from harness.faults.simplify import simplify
@@ -47,6 +47,8 @@ from harness.sim.world import BACKENDS, Backend
 
 if TYPE_CHECKING:
     from harness.faults.kinds import Fault
+    from harness.search.profiles import Profile
+    from harness.settings import Settings
 
 __all__ = ["default_seed", "explore"]
 
@@ -65,9 +67,9 @@ def default_seed(processor: str) -> int:
 def explore(
     processor: Processor,
     *,
-    guarantee: Guarantee | str,
+    guarantee: Guarantee | str | None = None,
     topology: Topology | None = None,
-    backend: Backend = "memory",
+    backend: Backend | None = None,
     max_examples: int | None = None,
     max_steps: int | None = None,
     faults: Iterable[Fault | str] | None = None,
@@ -75,74 +77,70 @@ def explore(
     failures_dir: str | os.PathLike[str] | None = DEFAULT_FAILURES_DIR,
     systematic: bool = True,
     budget: RunBudget | None = None,
-    max_problems: int = 1,
+    max_problems: int | None = None,
+    profile: str | Profile | None = None,
+    settings: Settings | None = None,
 ) -> Exploration:
     """Run ``processor`` under up to ``max_examples`` schedules; raise on a failure.
 
-    First the systematic phase (``systematic=False`` turns it off): every single fault at
-    every fault point of small workloads, then bounded pairs, deterministic and seedless
-    (:mod:`harness.search.systematic`); it takes at most three quarters of the budget. Then
-    Hypothesis draws the rest, from ``seed`` (default: ``$HARNESS_SEED``, else derived from
-    the processor's name), guided towards (fault, fault point) pairs not reached yet
-    (:mod:`harness.search.guided`). ``max_examples`` and ``max_steps`` default to the default
-    profile's (``$HARNESS_PROFILE``, else ``ci``). On a failure (INVALID, or UNKNOWN, which
-    fails closed) the schedule is shrunk, the replay file is written to ``failures_dir``
-    (None: not written) and :class:`CounterexampleFound` is raised. Either way the result
-    carries the fault coverage the search achieved. ``budget`` bounds every run
-    (:class:`~harness.sim.budget.RunBudget`, default 1,000,000 calls and 60 s); a run over it
-    ends UNKNOWN, and when it ran out of time the runs that shrink it get at most
-    ``SHRINK_SECONDS`` (1 s) each. ``max_problems`` > 1 keeps searching after a failure, with
-    the same budget each time, for failures that are another problem (another anomaly kind,
-    or the same kind for another root fault: :mod:`harness.search.problems`), each shrunk and
-    saved on its own; :class:`CounterexampleFound` then carries them all in ``failures``.
+    The systematic phase first (``systematic=False``: off; at most three quarters of the
+    budget), then the drawn phase, from ``seed`` (default ``$HARNESS_SEED``, else derived
+    from the processor's name). Settings: a keyword, else ``settings`` (a door's), else
+    ``HARNESS_<KEY>``, else ``profile``'s (:func:`harness.settings.for_call`). On a failure
+    (INVALID, or UNKNOWN, which fails closed) the schedule is shrunk, its replay file written
+    to ``failures_dir`` (None: not written) and :class:`CounterexampleFound` raised; either
+    way the result carries the coverage. ``budget`` bounds every run (default 1,000,000
+    calls and 60 s; over it a run is UNKNOWN, and once one ran out of time each shrinking run
+    gets 1 s). ``max_problems`` > 1 searches on after a failure for other problems
+    (:mod:`harness.search.problems`), each shrunk and saved; ``failures`` then has them all.
     """
     from harness.faults.kinds import fault_set
-    from harness.search.profiles import profile
+    from harness.settings import for_call
 
     if loading_script():  # a script loaded for a replay: its own search does not run
         raise SearchSkipped
-    defaults = profile(None)
-    guarantee = as_guarantee(guarantee)
-    limit = run_budget(budget)
-    topology = topology or Topology()
-    max_examples = defaults.max_examples if max_examples is None else max_examples
-    max_steps = defaults.max_steps if max_steps is None else max_steps
-    if backend not in BACKENDS:
-        raise ConfigError(f"backend must be one of {BACKENDS}, got {shown(backend)}")
-    if type(max_examples) is not int or max_examples < 1:
-        raise ConfigError(f"max_examples must be an int >= 1, got {shown(max_examples)}")
+    chosen = for_call(
+        settings,
+        guarantee=guarantee,
+        profile=profile,
+        backend=backend,
+        max_examples=max_examples,
+        max_steps=max_steps,
+        faults=faults,
+        seed=seed,
+        run_budget=run_budget(budget) if budget is not None else None,
+        max_problems=max_problems,
+    )
+    claimed = guarantee_of(chosen.require_guarantee("explore(..., guarantee=...)"))
+    topology, backend = topology or Topology(), BACKENDS[BACKENDS.index(chosen.backend)]
     if type(systematic) is not bool:
         raise ConfigError(f"systematic must be True or False, got {shown(systematic)}")
-    if type(max_problems) is not int or max_problems < 1:
-        raise ConfigError(f"max_problems must be an int >= 1, got {shown(max_problems)}")
     name = processor_path(processor)
-    seed = default_seed(name) if seed is None else seed
-    if type(seed) is not int:
-        raise ConfigError(f"seed must be an int, got {shown(seed)}")
+    seed = default_seed(name) if chosen.seed is None else chosen.seed
     start, failures_dir = _anchored(failures_dir)
 
     def search(problems: Problems, before: int) -> _Search:
         found = _Search(
             processor,
             name,
-            guarantee,
+            claimed,
             topology,
             backend,
-            fault_set(faults),
+            fault_set(chosen.faults),
             seed + len(problems.known),  # a search after a failure draws other schedules
             failures_dir,
-            limit=limit,
-            total=max_examples,
+            limit=chosen.run_budget,
+            total=chosen.max_examples,
             problems=problems,
             start=start,
             before=before,
         )
-        found.systematic(max_examples * 3 // 4 if systematic else 0)
-        found.drawn(max_examples - found.ran, max_steps)
+        found.systematic(chosen.max_examples * 3 // 4 if systematic else 0)
+        found.drawn(chosen.max_examples - found.ran, chosen.max_steps)
         return found
 
-    done = _every_problem(search, max_problems)
-    return Exploration(name, guarantee, done.ran, seed, done.coverage())
+    done = _every_problem(search, chosen.max_problems)
+    return Exploration(name, claimed, done.ran, seed, done.coverage())
 
 
 def _every_problem(search: Callable[[Problems, int], _Search], max_problems: int) -> _Search:

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import os
 
-from harness._shown import shown
-from harness.check import Guarantee, Verdict, check
+from harness.check import Guarantee, Verdict, check, guarantee_of
 from harness.engine.loading import load_processor, make_processor
 from harness.engine.replay_file import Replay
 from harness.engine.reruns import rerun
-from harness.errors import ConfigError
 from harness.faults.schedule import Schedule
 from harness.history.events import History
 from harness.sim.budget import RunBudget
@@ -22,17 +20,7 @@ from harness.sim.simulator import Processor, simulate
 from harness.sim.topology import Topology
 from harness.sim.world import Backend
 
-__all__ = ["as_guarantee", "replay", "run_once"]
-
-
-def as_guarantee(guarantee: object) -> Guarantee:
-    """A :class:`Guarantee` or its name (``"exactly-once"``), checked."""
-    try:
-        return Guarantee(guarantee)
-    except ValueError:
-        raise ConfigError(
-            f"guarantee must be one of {[g.value for g in Guarantee]}, got {shown(guarantee)}"
-        ) from None
+__all__ = ["replay", "run_once"]
 
 
 def run_once(
@@ -46,7 +34,7 @@ def run_once(
 ) -> tuple[History, Verdict]:
     """Simulate one schedule and check its history. ``budget`` bounds the run (default
     :data:`harness.sim.budget.DEFAULT_RUN_BUDGET`); a run over it is UNKNOWN."""
-    guarantee = as_guarantee(guarantee)
+    guarantee = guarantee_of(guarantee)
     history = simulate(processor, schedule, topology=topology, backend=backend, budget=budget)
     return history, check(history, guarantee)
 

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness._usage import UsageParser, wants_json
-from harness.check import Status
+from harness.check import Status, exit_code
 from harness.effects.sources import load_named
 from harness.errors import ConfigError, HarnessError
-from harness.search.problems import DEFAULT_MAX_PROBLEMS
+from harness.settings import Settings, add_options, from_options
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -49,7 +49,7 @@ class _EffectAction(argparse.Action):
 
 
 def _add_topics(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--guarantee", required=True, choices=["at-least-once", "exactly-once"])
+    add_options(parser, ("guarantee",))
     parser.add_argument(
         "--input", action="append", required=True, metavar="TOPIC", help="an input topic"
     )
@@ -153,25 +153,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     _add_topics(parser)
     _add_payloads(parser)
-    parser.add_argument(
-        "--profile", default=None, help="search budget: dev, ci (default) or nightly"
+    add_options(
+        parser,
+        ("profile", "max_examples", "max_steps", "max_problems", "faults", "seed"),
+        help={"faults": "here: every fault but duplicate"},
     )
-    parser.add_argument(
-        "--max-examples", type=int, default=None, help="schedules to draw (overrides the profile)"
-    )
-    parser.add_argument(
-        "--max-problems",
-        type=int,
-        default=DEFAULT_MAX_PROBLEMS,
-        help=f"distinct problems to look for (default {DEFAULT_MAX_PROBLEMS}; 1: stop at the "
-        "first failure)",
-    )
-    parser.add_argument(
-        "--faults",
-        default=None,
-        help="comma-separated fault names (default: every fault but duplicate)",
-    )
-    parser.add_argument("--seed", type=int, default=None)
+    add_options(parser, ("run_calls", "run_seconds"))
     parser.add_argument("--failures-dir", default=".harness/failures")
     parser.add_argument(
         "--replay",
@@ -180,7 +167,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run the schedule of a replay file instead of searching",
     )
     parser.add_argument("--show-output", action="store_true", help="let the application print")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_options(parser, ("json",))
 
 
 def _encoder(args: argparse.Namespace) -> Any:
@@ -266,7 +253,7 @@ def _replay(args: argparse.Namespace, app: Any) -> int:
         print("\n".join(_heading(app)))
         print(verdict.summary())
         print(spec.schedule.describe(history.meta.extra.get("stops")))
-    return {Status.VALID: 0, Status.INVALID: 1}.get(verdict.status, 2)
+    return exit_code(verdict.status)
 
 
 def _print_json(
@@ -320,26 +307,12 @@ def _print_json(
 
 def _explore(args: argparse.Namespace, app: Any, argv: Sequence[str]) -> int:
     import harness
-    from harness.faults import ALL_FAULTS, Fault
-    from harness.search.profiles import profile
 
-    budget = profile(args.profile)
-    faults = (
-        [f for f in args.faults.split(",") if f]
-        if args.faults is not None
-        else sorted(f.value for f in ALL_FAULTS - {Fault.DUPLICATE})
-    )
+    settings: Settings = args.settings
+    faults = list(settings.faults or ())
     try:
         result = harness.explore(
-            app,
-            guarantee=args.guarantee,
-            topology=app.topology,
-            max_examples=args.max_examples or budget.max_examples,
-            max_steps=budget.max_steps,
-            faults=faults,
-            seed=args.seed,
-            failures_dir=args.failures_dir,
-            max_problems=args.max_problems,
+            app, topology=app.topology, failures_dir=args.failures_dir, settings=settings
         )
     except harness.CounterexampleFound as found:
         return _report(args, app, argv, found.failures)
@@ -385,13 +358,18 @@ def _report(args: argparse.Namespace, app: Any, argv: Sequence[str], failures: A
             text[cut:cut] = app.hints(failure)  # after the verdict it explains
             print("\n".join(text))
             print("replay: " + failure.replay_command)
-    return 1 if status is Status.INVALID else 2
+    return exit_code(status)
 
 
 def run(args: argparse.Namespace, app_args: Sequence[str], argv: Sequence[str]) -> int:
     """Explore (or replay) and print the verdict; the exit code."""
-    if args.max_problems < 1:
-        raise ConfigError(f"--max-problems must be at least 1, got {args.max_problems}")
+    from harness.kafka.pytest_support import KAFKA_FAULTS
+
+    # one settings value: the options over the environment over the profile; this door's
+    # faults default to every fault but duplicate (a Kafka broker's own redelivery)
+    args.settings = from_options(args, defaults={"faults": KAFKA_FAULTS})
+    args.guarantee = args.settings.require_guarantee("--guarantee")
+    args.json, args.max_problems = args.settings.json, args.settings.max_problems
     app = _app(args, app_args)
     if args.replay is not None:
         return _replay(args, app)

@@ -47,11 +47,21 @@ class KafkaExplorer:
     def __init__(self, explore: Callable[..., Exploration]) -> None:
         self._explore = explore
 
+    def _faults(self, faults: Sequence[str] | None) -> Sequence[str] | None:
+        """The call's faults, else the test's (a marker, an option, the environment, the
+        ini file: ``harness_explore``'s settings), else :data:`KAFKA_FAULTS`."""
+        if faults is not None:
+            return faults
+        settings = getattr(self._explore, "settings", None)
+        if settings is not None and settings.source("faults") != "default":
+            return None  # harness_explore applies the faults its settings give
+        return KAFKA_FAULTS
+
     def __call__(
         self,
         target: str | Callable[..., Any],
         *,
-        guarantee: str,
+        guarantee: str | None = None,
         inputs: Sequence[str],
         outputs: Sequence[str] = (),
         unchecked: Sequence[str] = (),
@@ -90,7 +100,7 @@ class KafkaExplorer:
                 app,
                 guarantee=guarantee,
                 topology=app.topology,
-                faults=KAFKA_FAULTS if faults is None else faults,
+                faults=self._faults(faults),
                 max_examples=max_examples,
                 seed=seed,
                 max_problems=max_problems,

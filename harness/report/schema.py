@@ -231,6 +231,16 @@ OUTPUT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     ),
     "generate": ("path", "events", "records", "planted", "expected"),
     "error": ("for_command", "error_type", "usage", "suggestions"),
+    "spark-job": (
+        "guarantee",
+        "processor",
+        "seed",
+        "examples",
+        "verdict",
+        "stream_schedule",
+        "replay_command",
+        "tried",
+    ),
 }
 """Each command's keys after the common ones (``harness_output``, ``command``, ``status``,
 ``summary``); every one is present in its output, ``null`` when it does not apply."""
@@ -254,6 +264,11 @@ _OUTPUT_PROPERTIES: Final[dict[str, Any]] = {
         "required": ["points", "points_hit", "singles", "pairs", "systematic", "drawn", "summary"],
     },
     "source": {"type": "string"},
+    "stream_schedule": {
+        "type": ["object", "null"],
+        "description": "a Structured Streaming job's failing schedule (docs/streaming.md)",
+    },
+    "tried": {"type": "string", "description": "what a spark-job search ran and fired"},
     "lineage": {"type": "string", "description": "how output messages are attributed"},
     "effects": {
         "type": "array",

@@ -26,8 +26,16 @@ from typing import TYPE_CHECKING, Any, Final, final
 from harness.check import wording
 from harness.check.policy import Finding, assemble, empty_stats, unknown, witness
 from harness.check.validate import MAX_PROBLEMS
-from harness.check.verdict import MAX_WITNESSES, AnomalyKind, Guarantee, Status, Verdict, Witness
-from harness.errors import ConfigError, HarnessError
+from harness.check.verdict import (
+    MAX_WITNESSES,
+    AnomalyKind,
+    Guarantee,
+    Status,
+    Verdict,
+    Witness,
+    guarantee_of,
+)
+from harness.errors import HarnessError
 from harness.history.events import EndDetail, SinkKind
 from harness.spark.check._failure import failure, from_spark
 from harness.spark.check._format import lexicographic, problem_message
@@ -114,19 +122,15 @@ class Analysis:
     jobs: int = field(default=0, compare=False)
     """How many Spark jobs the queries ran (``--explain`` prints it)."""
 
-    def verdicts(self, guarantee: Guarantee) -> SparkCheck:
-        """The :class:`SparkCheck` under ``guarantee``."""
-        if not isinstance(guarantee, Guarantee):
-            raise ConfigError(
-                f"guarantee must be a Guarantee (Guarantee.AT_LEAST_ONCE or "
-                f"Guarantee.EXACTLY_ONCE), got {guarantee!r}"
-            )
+    def verdicts(self, guarantee: Guarantee | str) -> SparkCheck:
+        """The :class:`SparkCheck` under ``guarantee`` (or its string)."""
+        guarantee = guarantee_of(guarantee)
         return SparkCheck(guarantee=guarantee, verdicts=self._verdicts[guarantee], jobs=self.jobs)
 
 
 def check_parquet(
     path: str | os.PathLike[str],
-    guarantee: Guarantee,
+    guarantee: Guarantee | str,
     *,
     spark: SparkSession | None = None,
 ) -> SparkCheck:
@@ -142,11 +146,7 @@ def check_parquet(
     file; another for an executor lost or Java out of memory): never a verdict. A malformed
     history is not an error: its verdict is UNKNOWN with the validator's reasons.
     """
-    if not isinstance(guarantee, Guarantee):
-        raise ConfigError(
-            f"guarantee must be a Guarantee (Guarantee.AT_LEAST_ONCE or "
-            f"Guarantee.EXACTLY_ONCE), got {guarantee!r}"
-        )
+    guarantee = guarantee_of(guarantee)  # "exactly-once" too, as every door takes it
     return analyze_parquet(path, spark=spark).verdicts(guarantee)
 
 

@@ -1,6 +1,6 @@
 """The ``check-spark`` command: check history Parquet with Spark and print the verdict JSON.
 
-``python -m harness check-spark HISTORY [--guarantee G] [--master URL] [--out FILE]`` and
+``python -m harness check-spark HISTORY --guarantee G [--master URL] [--out FILE] [--json]`` and
 ``spark-submit harness/spark/job.py HISTORY ...`` run the same code: :func:`add_arguments`
 declares the options, :func:`run` does the work and returns the exit code (0 VALID,
 1 INVALID, 2 UNKNOWN or an error, which is printed as one ``error: ...`` line on stderr).
@@ -17,14 +17,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from harness._shown import describe_exception
-from harness.check.verdict import Guarantee, Status
+from harness.check.verdict import EXIT_CODES
 from harness.errors import ConfigError, HarnessError
 from harness.report.json_report import render_output
+from harness.settings import add_options, from_options
 
-__all__ = ["EXIT_CODES", "add_arguments", "run"]
+__all__ = ["add_arguments", "run"]
 
-EXIT_CODES: Final = {Status.VALID: 0, Status.INVALID: 1, Status.UNKNOWN: 2}
-"""The exit code for the worst status of the checked runs."""
 _ERROR_EXIT: Final = 2
 
 
@@ -35,11 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a history Parquet file, or a directory of them (one run per run_id=<id>/ "
         "directory, or per header run_id)",
     )
-    parser.add_argument(
-        "--guarantee",
-        choices=[g.value for g in Guarantee],
-        default=Guarantee.EXACTLY_ONCE.value,
-        help="the delivery guarantee to check (default: exactly-once)",
+    add_options(
+        parser,
+        ("guarantee", "json"),
+        help={"json": "the verdict JSON on stdout: what check-spark prints without --out too"},
     )
     parser.add_argument(
         "--master",
@@ -116,7 +114,8 @@ def _checked(args: argparse.Namespace, live: Any, rows: int) -> int:
     from harness.spark.check.checker import check_parquet
     from harness.spark.session import spark_session
 
-    guarantee = Guarantee(args.guarantee)
+    settings = from_options(args)
+    guarantee = settings.require_guarantee("--guarantee")
     live.step(detail="starting Spark")
     spark = spark_session(
         args.master,
@@ -141,16 +140,14 @@ def _checked(args: argparse.Namespace, live: Any, rows: int) -> int:
         guarantee=result.guarantee.value,
         runs=result.to_json()["runs"],
     )
-    if args.out is None:
-        print(text)
-    else:
+    if args.out is not None:
         try:
             args.out.write_text(text + "\n", encoding="utf-8")
         except OSError as exc:
             raise ConfigError(
                 f"cannot write the verdict to {str(args.out)!r}: {exc.strerror}"
             ) from None
-        print(result.summary())
+    print(text if args.out is None or settings.json else result.summary())
     return EXIT_CODES[result.status]
 
 
