@@ -125,6 +125,7 @@ from harness.history.events import (
     Event,
     EventKind,
     History,
+    RETRIED,
     ReadDetail,
     SinkKind,
 )
@@ -169,7 +170,8 @@ def check(history: History, guarantee: Guarantee) -> Verdict:
         _check_entity(facts, sink, found, lost_records, settled)
     _check_aggregates(facts, found[AnomalyKind.COUNT_MISMATCH], over_counts, settled)
     _check_order(facts, found[AnomalyKind.NONMONOTONIC])
-    _check_skips(facts, found[AnomalyKind.SKIP])
+    _check_skips(facts, found[AnomalyKind.SKIP], found[AnomalyKind.NONMONOTONIC_POLL])
+    _check_log(facts, found[AnomalyKind.INCONSISTENT_OFFSETS], found[AnomalyKind.LOG_DUPLICATE])
     _check_offsets(
         facts, lost_records, found[AnomalyKind.OFFSET_AHEAD], found[AnomalyKind.OFFSET_REGRESSION]
     )
@@ -218,7 +220,14 @@ class _Facts:
     history: History
     appends: dict[str, Event] = field(default_factory=dict)
     acks: dict[str, int] = field(default_factory=dict)
-    """record id -> index of its first ack."""
+    """record id -> index of its first ack (of a record whose send was indeterminate and
+    that a reader saw: of its first ``indeterminate`` event)."""
+    places: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
+    """record id -> the (partition, offset) of each of its appends."""
+    retried: list[Event] = field(default_factory=list)
+    """The appends of a producer's retry (``retried``)."""
+    held: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
+    """(partition, offset) -> the records acknowledged or read there -> the first such event."""
     partition_offsets: dict[str, list[int]] = field(default_factory=dict)
     partition_records: dict[str, list[str]] = field(default_factory=dict)
     last_read: dict[str, int] = field(default_factory=dict)
@@ -238,20 +247,32 @@ class _Facts:
     def __post_init__(self) -> None:
         sinks = self.history.meta.sinks
         self.has_log_sink = any(spec.kind is SinkKind.LOG for spec in sinks.values())
+        indeterminate: dict[str, int] = {}
+        seen: set[str] = set()
         for event in self.history.events:
             kind = event.kind
             if kind is _K.APPEND:
                 assert event.record_id is not None and event.partition is not None
                 assert event.offset is not None
                 self.appends.setdefault(event.record_id, event)  # a resend is the same record
+                place = (event.partition, event.offset)
+                self.places.setdefault(event.record_id, set()).add(place)
+                if event.detail == RETRIED:
+                    self.retried.append(event)
                 self.partition_offsets.setdefault(event.partition, []).append(event.offset)
                 self.partition_records.setdefault(event.partition, []).append(event.record_id)
             elif kind is _K.ACK:
                 assert event.record_id is not None
                 self.acks.setdefault(event.record_id, event.index)
+                self._hold(event)
+            elif kind is _K.INDETERMINATE:
+                assert event.record_id is not None
+                indeterminate.setdefault(event.record_id, event.index)
             elif kind is _K.READ:
                 assert event.record_id is not None
                 self.last_read[event.record_id] = event.index
+                seen.add(event.record_id)
+                self._hold(event)
             elif kind is _K.EMIT:
                 assert event.output_id is not None
                 self.emits_by_output.setdefault(event.output_id, []).append(event)
@@ -268,6 +289,8 @@ class _Facts:
                 self.drained = True
             elif kind is _K.OBSERVE:
                 assert event.sink is not None
+                if event.record_id is not None:
+                    seen.add(event.record_id)
                 sink_kind = sinks[event.sink].kind
                 if sink_kind is SinkKind.LOG:
                     self.log_observes.append(event)
@@ -277,6 +300,17 @@ class _Facts:
                 else:
                     assert event.key is not None
                     self.table_observes.setdefault(event.sink, {})[event.key] = event
+
+        # a send whose answer never came is owed only if a reader saw the record
+        for record_id, index in indeterminate.items():
+            if record_id in seen and record_id not in self.acks:
+                self.acks[record_id] = index
+
+    def _hold(self, event: Event) -> None:
+        assert event.partition is not None and event.offset is not None
+        assert event.record_id is not None
+        there = self.held.setdefault((event.partition, event.offset), {})
+        there.setdefault(event.record_id, event.index)
 
     def is_poison(self, record_id: str) -> bool:
         return self.appends[record_id].detail == POISON
@@ -525,11 +559,12 @@ def _check_order(facts: _Facts, nonmonotonic: _Occurrences) -> None:
         assert append.partition is not None and append.offset is not None
         stream = (event.sink, append.partition)
         previous = last.get(stream)
-        if previous is not None and append.offset < previous[0]:
+        offset = _place_after(facts, event.record_id, append, previous)
+        if previous is not None and offset < previous[0]:
             detail = wording.nonmonotonic(
                 event.sink,
                 event.record_id,
-                append.offset,
+                offset,
                 append.partition,
                 previous[1],
                 previous[0],
@@ -537,11 +572,55 @@ def _check_order(facts: _Facts, nonmonotonic: _Occurrences) -> None:
             nonmonotonic.add(
                 witness((previous[1], event.record_id), (previous[2], event.index), detail)
             )
-        last[stream] = (append.offset, event.record_id, event.index)
+        last[stream] = (offset, event.record_id, event.index)
 
 
-def _check_skips(facts: _Facts, skip: _Occurrences) -> None:
-    """skip, over each process's reads of each partition."""
+def _place_after(
+    facts: _Facts, record_id: str, append: Event, previous: tuple[int, str, int] | None
+) -> int:
+    """The offset an ordered output of ``record_id`` stands for: its first append's, or, for
+    a record the log holds at several offsets of that partition (a resend, a retry), the
+    first of them at or after the previous output's (a reader that took the later copy
+    read in order), else the last of them."""
+    assert append.offset is not None
+    offsets = sorted(o for p, o in facts.places[record_id] if p == append.partition)
+    if len(offsets) < 2 or previous is None:
+        return append.offset
+    after = [o for o in offsets if o >= previous[0]]
+    return after[0] if after else offsets[-1]
+
+
+def _check_log(facts: _Facts, inconsistent: _Occurrences, duplicate: _Occurrences) -> None:
+    """inconsistent-offsets (a place holding two records) and log-duplicate (a producer's
+    retry, a record read where it was never appended and where no other record is)."""
+    for (partition, offset), holders in facts.held.items():
+        if len(holders) > 1:
+            ids = sorted(holders)
+            detail = wording.inconsistent_offsets(partition, offset, ids)
+            inconsistent.add(witness(ids, holders.values(), detail))
+    for append in facts.retried:
+        assert append.record_id is not None and append.partition is not None
+        assert append.offset is not None
+        first = facts.appends[append.record_id].index
+        detail = wording.log_duplicate_retried(
+            append.record_id, append.offset, append.partition, first
+        )
+        duplicate.add(witness((append.record_id,), (first, append.index), detail))
+    for (partition, offset), holders in facts.held.items():
+        if len(holders) != 1:
+            continue
+        ((record_id, index),) = holders.items()
+        if (partition, offset) in facts.places[record_id]:
+            continue
+        read = facts.history.events[index]
+        assert read.process is not None
+        first = facts.appends[record_id].index
+        detail = wording.log_duplicate_read(record_id, read.process, offset, partition, first)
+        duplicate.add(witness((record_id,), (first, index), detail))
+
+
+def _check_skips(facts: _Facts, skip: _Occurrences, backward: _Occurrences) -> None:
+    """skip and nonmonotonic-poll, over each process's reads of each partition."""
     truncated: dict[str, int] = {}
     fetched: dict[tuple[int, str], tuple[int, int | None]] = {}
     previous: dict[tuple[int, str], tuple[int, int]] = {}
@@ -567,6 +646,11 @@ def _check_skips(facts: _Facts, skip: _Occurrences) -> None:
                 last_offset, before = previous[stream]
                 low = last_offset + 1
                 since = wording.since_read(last_offset, before)
+                if offset <= last_offset:
+                    detail = wording.nonmonotonic_poll(
+                        event.process, offset, event.partition, last_offset, before
+                    )
+                    backward.add(witness((), (before, event.index), detail))
             else:
                 low = offset
             # records below the log's start cannot be read: whether they were done before
