@@ -1068,8 +1068,8 @@ def append(index: int, record_id: str = "r1", offset: int = 0, **fields: Any) ->
             (Event(0, "end", detail="complete"), end_at(1)),  # type: ignore[arg-type]
             [
                 "event 0 has kind 'end', which is not an EventKind (one of append, ack, "
-                "indeterminate, truncate, start, crash, rollback, zombie, error, fetch, read, emit, put, "
-                "commit, txn-begin, txn-commit, txn-abort, drain, observe, end)"
+                "indeterminate, truncate, start, crash, rollback, zombie, error, fetch, read, "
+                "emit, put, commit, txn-begin, txn-commit, txn-abort, drain, observe, end)"
             ],
             id="kind",
         ),

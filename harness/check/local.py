@@ -120,12 +120,12 @@ from harness.check.wording import NO_DRAIN_REASON
 from harness.errors import ConfigError
 from harness.history.events import (
     POISON,
+    RETRIED,
     Aggregate,
     EndDetail,
     Event,
     EventKind,
     History,
-    RETRIED,
     ReadDetail,
     SinkKind,
 )

@@ -12,8 +12,8 @@ from typing import Final
 
 from harness.check import wording
 from harness.history.events import (
-    INT_FIELDS,
     AGAIN,
+    INT_FIELDS,
     REQUIRED_FIELDS,
     SCHEMA_VERSION,
     STR_FIELDS,

@@ -221,8 +221,9 @@ def inconsistent_offsets(partition: str, offset: int, record_ids: Sequence[str])
 
 def log_duplicate_retried(record_id: str, offset: int, partition: str, first: int) -> str:
     return (
-        f"record {record_id!r} was written again at offset {offset} of partition {partition!r} by the "
-        f"producer's retry: the log holds it twice (its first write is event {first})"
+        f"record {record_id!r} was written again at offset {offset} of partition "
+        f"{partition!r} by the producer's retry: the log holds it twice (its first write "
+        f"is event {first})"
     )
 
 
@@ -230,8 +231,9 @@ def log_duplicate_read(
     record_id: str, process: int, offset: int, partition: str, first: int
 ) -> str:
     return (
-        f"process {process} read record {record_id!r} at offset {offset} of partition {partition!r}, "
-        f"where it was never appended (its append is event {first}): the log holds it twice"
+        f"process {process} read record {record_id!r} at offset {offset} of partition "
+        f"{partition!r}, where it was never appended (its append is event {first}): the "
+        f"log holds it twice"
     )
 
 

@@ -117,7 +117,8 @@ POISON: Final = AppendDetail.POISON.value
 RESENT: Final = AppendDetail.RESENT.value
 """``append`` detail of a record id appended again (:attr:`AppendDetail.RESENT`)."""
 RETRIED: Final = AppendDetail.RETRIED.value
-"""``append`` detail of a producer's retry that wrote a record twice (:attr:`AppendDetail.RETRIED`)."""
+"""``append`` detail of a producer's retry that wrote a record twice
+(:attr:`AppendDetail.RETRIED`)."""
 AGAIN: Final = frozenset({RESENT, RETRIED})
 """The ``append`` details of a record id appended again (same record, a second position)."""
 

@@ -320,9 +320,7 @@ class _Checker:
         validator's ``resent`` problem)."""
         for state in self.runs:
             summary = state.summary
-            if summary is None or not (
-                summary.resent or summary.local_only or state.entity_sinks
-            ):
+            if summary is None or not (summary.resent or summary.local_only or state.entity_sinks):
                 continue
             if state.source.rows > LOCAL_RUN_LIMIT:
                 if summary.local_only:

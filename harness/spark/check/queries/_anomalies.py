@@ -1,6 +1,6 @@
 """The passes that find anomalies: the partition pass (skip, offset-ahead,
-offset-regression, nonmonotonic-poll), ordered sinks (nonmonotonic), table aggregates (count-mismatch),
-aborted reads, unexpected and duplicated outputs (internal)."""
+offset-regression, nonmonotonic-poll), ordered sinks (nonmonotonic), table aggregates
+(count-mismatch), aborted reads, unexpected and duplicated outputs (internal)."""
 
 from __future__ import annotations
 
@@ -209,7 +209,8 @@ def partitions(
     """Pass 3, one shuffle by ``(run, partition)`` and one sort over ``rows`` (reads,
     fetches, commits, rollbacks and truncates: :data:`PARTITION_ROWS`): per partition in
     event order, the checkpointed rows of ``skip`` (S), ``offset-ahead`` by commit (A),
-    ``offset-regression`` (G) and ``nonmonotonic-poll`` (B), with the columns of :data:`_PARTITION_COLUMNS`.
+    ``offset-regression`` (G) and ``nonmonotonic-poll`` (B), with the columns of
+    :data:`_PARTITION_COLUMNS`.
     ``one_reader``: only one process reads and fetches in these runs, so its previous read
     is the partition's (else a second sort, by process, finds each process's own);
     ``truncates``: some run has ``truncate`` events."""
