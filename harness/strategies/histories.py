@@ -176,7 +176,7 @@ class _Drawn:
         """A producer's retry that wrote a record again (a log duplicate), or a second
         record at an offset already acknowledged (inconsistent offsets)."""
         draw, b = self.draw, self.b
-        if self.held and draw(st.integers(0, 1)):
+        if len(self.held) > 0 and draw(st.integers(0, 1)) == 1:
             partition, offset = draw(st.sampled_from(sorted(self.held)))
             record_id = f"r{len(self.appended)}"
             b.append(record_id, partition, offset=offset, key=KEYS[0], value=1)
