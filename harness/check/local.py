@@ -9,9 +9,12 @@ partition and offset come from their ``append`` event. A record whose ``append``
 ``detail == "poison"`` is expected to have no effect: it is exempt from ``lost`` and from the
 table aggregates. A record id appended again (``detail == "resent"``: an at-least-once
 upstream's resend) is the same record at a second position: its key, value, partition and
-offset (for ``nonmonotonic`` and ``offset-ahead``) are its first append's, it counts once
-everywhere, and any copy's ``ack`` acknowledges it; the ``skip`` and ``offset-ahead`` rules
-see every position.
+offset (for ``offset-ahead``) are its first append's, it counts once everywhere, and any
+copy's ``ack`` acknowledges it; the ``skip`` and ``offset-ahead`` rules see every position. A
+record appended again by a producer's own retry (``detail == "retried"``) is the same record
+in the same way, and a ``log-duplicate``. A record with an ``indeterminate`` event (its send
+got no answer) and no ``ack`` is acknowledged, as of its first ``indeterminate`` event, when
+some reader saw it (a ``read`` of it, or an ``observe`` naming it), and is nothing otherwise.
 
 **Effects.** An output is an ``observe`` event of a log sink; its effect is
 ``(record_id, part)``. The expected effects of an acknowledged non-poison record ``r`` are
@@ -49,8 +52,10 @@ lost-record half of ``offset-ahead``) are not assessed.
 ``nonmonotonic``
     Log sinks with ``ordered=True`` only. Per sink and source partition, the outputs in
     ``observe`` order, each effect's first occurrence only: every adjacent pair whose source
-    offsets (from the records' ``append``) decrease is one occurrence. Witness: both records
-    and both ``observe`` events.
+    offsets (from the records' ``append``) decrease is one occurrence; a record appended at
+    several offsets of the partition (resent, retried) stands for the first of them at or
+    above the previous output's, else its last (a reader that took a later copy read in
+    order). Witness: both records and both ``observe`` events.
 ``skip``
     Per process and partition, over ``read`` events not marked ``redelivered`` (redeliveries
     are ignored here): a read at an offset above ``max(o + 1, t)``, ``o`` the previous read's
@@ -61,6 +66,18 @@ lost-record half of ``offset-ahead``) are not assessed.
     0); such a read is compared with the fetch, not with the previous read. Witness: the two
     events and the skipped records (the first :data:`MAX_WITNESSES` appended ones in the
     skipped range).
+``nonmonotonic-poll``
+    Over the same reads as ``skip``: a read at an offset at or below the previous read's,
+    with no ``fetch`` of that partition by that process since (a fetch with detail ``seek``
+    is the application moving its reader itself). Witness: the two reads.
+``inconsistent-offsets``
+    One (partition, offset) where two or more records were acknowledged (``ack``) or read
+    (``read``). Witness: the records and the first such event of each.
+``log-duplicate``
+    One ``retried`` append (witness: the record's first append and this one); and one
+    (partition, offset) where only one record was acknowledged or read, an acknowledged
+    record that was never appended there (witness: its first append and the first read
+    there).
 ``stale``
     Entity sinks (``SinkKind.ENTITY``) only, in a settled run. The truth per key is the last
     acknowledged non-poison record with that key in each partition (by the offset of its
@@ -84,8 +101,9 @@ lost-record half of ``offset-ahead``) are not assessed.
     none). A ``commit`` below the stored offset is one occurrence. Witness: the commit and the
     event that had set the stored offset.
 
-**Verdict** (:mod:`harness.check.policy`, shared with the Spark checker). ``duplicate`` and
-``offset-regression`` break exactly-once and are tolerated (listed in
+**Verdict** (:mod:`harness.check.policy`, shared with the Spark checker). ``duplicate``,
+``offset-regression``, ``log-duplicate`` and ``nonmonotonic-poll`` break exactly-once and
+are tolerated (listed in
 :attr:`Verdict.tolerated`) under at-least-once; every other anomaly breaks both guarantees
 (count-mismatch as above); witness sentences are :mod:`harness.check.wording`'s. The status
 is INVALID when any anomaly breaks the guarantee (``reasons`` is then empty). Otherwise it
@@ -592,7 +610,8 @@ def _place_after(
 
 def _check_log(facts: _Facts, inconsistent: _Occurrences, duplicate: _Occurrences) -> None:
     """inconsistent-offsets (a place holding two records) and log-duplicate (a producer's
-    retry, a record read where it was never appended and where no other record is)."""
+    retry; an acknowledged record read where it was never appended and where no other
+    record is)."""
     for (partition, offset), holders in facts.held.items():
         if len(holders) > 1:
             ids = sorted(holders)
@@ -610,7 +629,8 @@ def _check_log(facts: _Facts, inconsistent: _Occurrences, duplicate: _Occurrence
         if len(holders) != 1:
             continue
         ((record_id, index),) = holders.items()
-        if (partition, offset) in facts.places[record_id]:
+        # a record whose write failed is in the log once at most, wherever it is read
+        if (partition, offset) in facts.places[record_id] or record_id not in facts.acks:
             continue
         read = facts.history.events[index]
         assert read.process is not None
