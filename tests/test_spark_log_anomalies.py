@@ -22,17 +22,13 @@ if not os.environ.get("CI"):
     pytest.importorskip("pyspark", reason="the Spark checker needs pyspark")
 
 import test_jepsen_histories as translated
-from test_spark_checker import check_both, write_runs
+from test_spark_checker import check_both, spark, write_runs
 
 from harness.check import AnomalyKind, Guarantee, Status, check
 from harness.history import History, read_history
 from harness.spark.check.generate import Plan, generate_history
 
-
-@pytest.fixture(scope="module")
-def spark(harness_spark: Any) -> Any:
-    harness_spark.conf.set("spark.sql.shuffle.partitions", "2")
-    return harness_spark
+__all__ = ["spark"]  # the Spark checker tests' session fixture, shared
 
 
 def translated_histories(monkeypatch: pytest.MonkeyPatch) -> list[History]:
