@@ -138,10 +138,14 @@ class _Drawn:
         self.acked: dict[str, int] = {}
         self.held: set[tuple[str, int]] = set()
         self.txns: list[int] = []
+        # a quarter of the runs have a log that breaks its contract (retries, unanswered
+        # sends, records read off their place): the Spark checker judges those on the
+        # driver, the others by its own passes
+        self.faulty_log = draw(st.integers(0, 3)) == 0
 
     def step(self, step: str, process: int, partition: str) -> None:
         draw, b = self.draw, self.b
-        if step == "append" and self.appended and draw(st.integers(0, 7)) == 0:
+        if step == "append" and self.faulty_log and self.appended and draw(st.integers(0, 7)) == 0:
             self.append_again()
         elif step == "append":
             top = self.acked.get(partition, -1)
@@ -224,7 +228,7 @@ class _Drawn:
         record_id = self.draw(st.sampled_from(self.appended))
         record = self.b.records[record_id]
         assert record.partition is not None and record.offset is not None
-        if step == "ack" and self.draw(st.integers(0, 4)) == 0:
+        if step == "ack" and self.faulty_log and self.draw(st.integers(0, 3)) == 0:
             self.b.at(_K.INDETERMINATE, record_id)  # its send's answer never came
         elif step == "ack":
             self.b.at(_K.ACK, record_id)
@@ -236,7 +240,7 @@ class _Drawn:
             detail = self.draw(st.sampled_from([None, None, redelivered]))
             # now and then the reader finds the record elsewhere: a second copy in the log,
             # or a second record at an offset
-            moved = self.draw(st.sampled_from([0, 0, 0, 0, 0, 0, 1, 2]))
+            moved = self.draw(st.sampled_from([0] * 6 + [1, 2])) if self.faulty_log else 0
             self.b.add(
                 _K.READ,
                 partition=record.partition,
@@ -271,7 +275,10 @@ class _Drawn:
     def observes(self) -> None:
         draw, b, logs = self.draw, self.b, self.logs
         if b.outputs and any(spec.kind is SinkKind.LOG for spec in b.sinks.values()):
-            for output_id in draw(st.lists(st.sampled_from(sorted(b.outputs)), max_size=20)):
+            shown = draw(st.lists(st.sampled_from(sorted(b.outputs)), max_size=20))
+            if draw(st.integers(0, 3)) == 0:  # newest first: out of order in an ordered sink
+                shown = sorted(b.outputs, reverse=True)[:20]
+            for output_id in shown:
                 b.observe(output_id, draw(st.sampled_from(logs)))
             if draw(st.integers(0, 5)) == 0:
                 b.add(_K.OBSERVE, sink=logs[0], output_id=99, record_id=None, part=0)

@@ -361,7 +361,8 @@ class _Checker:
         :data:`LOCAL_RUN_LIMIT` events is judged by it on the driver, a larger one is
         UNKNOWN with a reason that says to."""
         for number, found in codes.items():
-            if not found & _PLACE_CODES:
+            # a run with resends too large for the driver keeps the resends' own reason
+            if not found & _PLACE_CODES or "resent" in found:
                 continue
             state = self.runs[number]
             if state.source.rows > LOCAL_RUN_LIMIT:
