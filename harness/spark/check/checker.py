@@ -362,15 +362,18 @@ class _Checker:
         UNKNOWN with a reason that says to."""
         for number, found in codes.items():
             # a run with resends too large for the driver keeps the resends' own reason
-            if not found & _PLACE_CODES or "resent" in found:
-                continue
-            state = self.runs[number]
-            if state.source.rows > LOCAL_RUN_LIMIT:
-                events = 0 if state.summary is None else state.summary.events
-                reason = wording.local_only_not_judged(LOCAL_RUN_LIMIT)
-                state.local = {g: unknown(g, [reason], events) for g in Guarantee}
-            else:
-                state.local = self._local_verdicts(state)
+            if found & _PLACE_CODES and "resent" not in found:
+                self._route_locally(self.runs[number])
+
+    def _route_locally(self, state: _Run) -> None:
+        """Judge ``state`` by the local rules on the driver (at most
+        :data:`LOCAL_RUN_LIMIT` events; larger: UNKNOWN, saying to check it locally)."""
+        if state.source.rows > LOCAL_RUN_LIMIT:
+            events = 0 if state.summary is None else state.summary.events
+            reason = wording.local_only_not_judged(LOCAL_RUN_LIMIT)
+            state.local = {g: unknown(g, [reason], events) for g in Guarantee}
+        else:
+            state.local = self._local_verdicts(state)
 
     # ------------------------------------------------------------------ validation
 
@@ -516,7 +519,12 @@ class _Checker:
         unsure = [n for n in live if not self.runs[n].ordered_ok]
         for number in q.offset_violations(self.context, facts, unsure) if unsure else ():
             self.runs[number].invalid = True
-        valid = [n for n in live if not self.runs[n].invalid]
+        # an offset taken again by a second record while the first was read there: two
+        # records at one offset, which only the local rules name (inconsistent-offsets)
+        shared = [n for n in unsure if not self.runs[n].invalid]
+        for number in q.shared_places(facts, shared) if shared else ():
+            self._route_locally(self.runs[number])
+        valid = [n for n in live if not self.runs[n].invalid and self.runs[n].local is None]
         if not valid:
             return {}
         frames = self._record_frames(q, fused, facts, valid)

@@ -29,6 +29,7 @@ from harness.spark.check.queries._anomalies import (
     partition_rows,
     partitions,
     past_lost,
+    shared_places,
     unsorted_partitions,
 )
 from harness.spark.check.queries._certify import certified
@@ -134,6 +135,7 @@ __all__ = [
     "problems",
     "record_totals",
     "records_between",
+    "shared_places",
     "unsorted_partitions",
     "with_flags",
 ]

@@ -351,6 +351,26 @@ def offset_violations(context: Context, facts: DataFrame, runs: Sequence[int]) -
     return {int(row["run"]) for row in rows}
 
 
+def shared_places(facts: DataFrame, runs: Sequence[int]) -> set[int]:
+    """The runs where one offset of a partition is held by two records (each acknowledged
+    or read at its own append's place, the certificate of :func:`records`): an append took
+    an offset again whose first record was read there. One shuffle of the held records."""
+    held = facts.where(
+        F.col("run").isin(*runs)
+        & (F.col("n_app") == 1)
+        & ((F.col("ack_n") > 0) | (F.col("read_n") > 0))
+    )
+    rows = (
+        held.groupBy("run", "app_pno", "app_off")
+        .agg(F.count(F.lit(1)).alias("n"))
+        .where(F.col("n") > 1)
+        .select("run")
+        .distinct()
+        .collect()
+    )
+    return {int(row["run"]) for row in rows}
+
+
 def past_lost(facts: DataFrame, control: DataFrame, lossy: Sequence[int]) -> DataFrame:
     """offset-ahead past a lost record (tag B): for each record with a lost effect in the
     ``lossy`` runs, the first commit of its partition whose offset, or an earlier commit's,
