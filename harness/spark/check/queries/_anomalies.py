@@ -358,7 +358,7 @@ def shared_places(facts: DataFrame, runs: Sequence[int]) -> set[int]:
     held = facts.where(
         F.col("run").isin(*runs)
         & (F.col("n_app") == 1)
-        & ((F.col("ack_n") > 0) | (F.col("read_n") > 0))
+        & ((F.col("ack_n") > 0) | F.col("read_last").isNotNull())
     )
     rows = (
         held.groupBy("run", "app_pno", "app_off")
