@@ -1088,7 +1088,8 @@ def test_missing_effects_of_an_unsettled_run_are_unknown_not_lost() -> None:
 def test_a_definite_anomaly_makes_an_incomplete_run_invalid() -> None:
     b = Builder()
     b.ingest("r1")
-    [first, second] = b.process("r1", "r1")
+    [first] = b.process("r1")
+    [second] = b.process("r1", process=2)  # a second instance (a re-read by one is its own anomaly)
     b.observe(first)
     b.observe(second)
     b.end("incomplete: crashed")
@@ -1099,7 +1100,7 @@ def test_a_definite_anomaly_makes_an_incomplete_run_invalid() -> None:
 def test_a_malformed_history_is_unknown_with_no_anomalies() -> None:
     b = Builder()
     b.ingest("r1")  # lost, but the history cannot be checked
-    b.add(K.READ, process=1, partition="p", offset=5, record_id="r1")
+    b.add(K.INDETERMINATE, partition="p", offset=5, record_id="r1")
     b.drain()
     b.end()
     verdict = check(b.history(), EO)
@@ -1107,8 +1108,8 @@ def test_a_malformed_history_is_unknown_with_no_anomalies() -> None:
         status=Status.UNKNOWN,
         guarantee=EO,
         reasons=(
-            "event 2 (read) places record 'r1' at partition 'p' offset 5, but event 0 "
-            "appended it at partition 'p' offset 0",
+            "event 2 (indeterminate) places record 'r1' at partition 'p' offset 5, but "
+            "event 0 appended it at partition 'p' offset 0",
         ),
         stats={
             "acknowledged": 0,
@@ -1168,8 +1169,8 @@ def append(index: int, record_id: str = "r1", offset: int = 0, **fields: Any) ->
             (Event(0, "end", detail="complete"), end_at(1)),  # type: ignore[arg-type]
             [
                 "event 0 has kind 'end', which is not an EventKind (one of append, ack, "
-                "truncate, start, crash, rollback, zombie, error, fetch, read, emit, put, "
-                "commit, txn-begin, txn-commit, txn-abort, drain, observe, end)"
+                "indeterminate, truncate, start, crash, rollback, zombie, error, fetch, read, "
+                "emit, put, commit, txn-begin, txn-commit, txn-abort, drain, observe, end)"
             ],
             id="kind",
         ),
@@ -1267,11 +1268,11 @@ def append(index: int, record_id: str = "r1", offset: int = 0, **fields: Any) ->
             (
                 append(0, offset=3),
                 Event(1, K.ACK, partition="p", offset=3, record_id="r1"),
-                append(2, "r2", offset=3),
+                append(2, "r2", offset=2),
                 end_at(3),
             ),
             [
-                "event 2 (append) appends at offset 3 of partition 'p', not above offset 3 "
+                "event 2 (append) appends at offset 2 of partition 'p', not above offset 3 "
                 "acknowledged at event 1"
             ],
             id="offsets",
@@ -1284,14 +1285,14 @@ def append(index: int, record_id: str = "r1", offset: int = 0, **fields: Any) ->
         pytest.param(
             (
                 append(0),
-                Event(1, K.READ, process=1, partition="p", offset=1, record_id="r1"),
+                Event(1, K.INDETERMINATE, partition="p", offset=1, record_id="r1"),
                 end_at(2),
             ),
             [
-                "event 1 (read) places record 'r1' at partition 'p' offset 1, but event 0 "
-                "appended it at partition 'p' offset 0"
+                "event 1 (indeterminate) places record 'r1' at partition 'p' offset 1, but "
+                "event 0 appended it at partition 'p' offset 0"
             ],
-            id="read-offset",
+            id="indeterminate-offset",
         ),
         pytest.param(
             (Event(0, K.DRAIN),),
@@ -1330,7 +1331,7 @@ def test_validate_names_each_problem(events: tuple[Event, ...], problems: list[s
 def test_validate_checks_the_header() -> None:
     old = HistoryMeta(partitions=("p",), sinks={}, version=0)
     assert validate(with_events(end_at(0), meta=old)) == [
-        "history schema version 0 is not supported: this checker reads version 2"
+        "history schema version 0 is not supported: this checker reads version 3"
     ]
     garbage = HistoryMeta(partitions="p", sinks={"out": "log"})  # type: ignore[arg-type, dict-item]
     assert validate(with_events(end_at(0), meta=garbage)) == [
@@ -1423,6 +1424,9 @@ def test_status_worst_of() -> None:
         "offset-ahead",
         "offset-regression",
         "stale",
+        "inconsistent-offsets",
+        "log-duplicate",
+        "nonmonotonic-poll",
     ]
     assert [g.value for g in Guarantee] == ["at-least-once", "exactly-once"]
 

@@ -18,6 +18,7 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
+from harness.check import AnomalyKind, Guarantee, check
 from harness.errors import MissingDependency
 from harness.history import read_history
 from harness.spark.check.generate import Plan, generate_history
@@ -42,7 +43,7 @@ def events_digest(path: str) -> str:
         (
             {"records": 2000, "partitions": 3, "keys": 7, "plan": EVERY_KIND},
             10055,
-            "c49589b91994d83fef34cc8f3ae9f939f4572a175b72c2509747d1cd99921323",
+            "bfed3a3a3e7e47df0bcb50cde476702a5fc32c76f5ae19759d19413238603e2b",
         ),
         (
             {
@@ -54,10 +55,14 @@ def events_digest(path: str) -> str:
                 "plan": Plan(skipped=1, aborted=2, lost=1),
             },
             3127,
-            "f7b73107e588813ce2a98375093bfc59f9774f9e8bc392fb6cb2f4b072e8c1fd",
+            "1ca3efa832c98145316a52e2775d40422e900f6dbb0117718d170f720fa93a1f",
         ),
     ],
 )
+# the digests changed once, with the header's schema version (2 -> 3, issue 31): the events
+# are the same
+
+
 def test_the_same_arguments_generate_the_same_history(
     tmp_path: Path, arguments: dict[str, Any], events: int, digest: str
 ) -> None:
@@ -82,3 +87,27 @@ def test_without_pyarrow_the_generator_and_the_run_reader_name_the_pip_command(
     )
     assert str(info.value).endswith("install it with: pip install 'stream-harness[spark]'")
     assert not (tmp_path / "h.parquet").exists()
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_a_rewound_reader_is_planted_as_nonmonotonic_polls_and_nothing_else(
+    tmp_path: Path, partitions: int
+) -> None:
+    """The reader goes back to the planted record and reads the rest of its partition's
+    block again, so each plant is exactly one backward read: tolerated under
+    at-least-once, failing exactly-once, and no skip after it (issue 31)."""
+    generated = generate_history(
+        tmp_path / "h.parquet",
+        records=3000,
+        partitions=partitions,
+        keys=5,
+        plan=Plan(rewound=2, skipped=1),
+    )
+    history = read_history(generated.path)
+    for guarantee in Guarantee:
+        verdict = check(history, guarantee)
+        failing = {a.kind.value: a.count for a in verdict.anomalies}
+        tolerated = {a.kind.value: a.count for a in verdict.tolerated}
+        assert (verdict.status, failing, tolerated) == generated.expected(guarantee)
+    assert generated.occurrences[AnomalyKind.NONMONOTONIC_POLL] == 2
+    assert generated.expected(Guarantee.AT_LEAST_ONCE)[2] == {"nonmonotonic-poll": 2}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 
 import harness
 from harness import Crash, Produce, Run, RunZombie, Schedule, Takeover, Tick
-from harness.check import AnomalyKind, Status
+from harness.check import AnomalyKind, Guarantee, Status, check
 from harness.errors import ConfigError
 from harness.history.events import EventKind
 from harness.kafka import Effect, KafkaApp, NotModelled, Produced, default_lineage
@@ -367,3 +368,22 @@ def test_the_cli_command_explores_a_script(tmp_path: Path) -> None:
         [*command, "--input", "orders", "--output", "receipts"], capture_output=True, text=True
     )
     assert usage.returncode == 2 and "--guarantee" in usage.stderr
+
+
+def test_an_application_seek_back_is_recorded_and_its_re_reads_are_no_anomaly() -> None:
+    """A consumer that seeks back on purpose re-reads by its own word: the double records
+    the seek (a ``fetch`` with detail ``seek``), so the re-reads are no ``nonmonotonic-poll``
+    (issue 31), and the app, which produces each offset once, holds exactly-once. Without
+    the seek event the same reads are a backward poll (checked on the history itself)."""
+    app = _app("seek_back_once")
+    history, verdict = harness.run_once(
+        app, Schedule([Produce(count=2), Run(calls=40)]), "exactly-once", topology=app.topology
+    )
+    assert verdict.status is Status.VALID, verdict.summary()
+    seeks = [e for e in history.events if e.kind is EventKind.FETCH and e.detail == "seek"]
+    assert len(seeks) == 1 and seeks[0].offset == 0
+    without = [e for e in history.events if e is not seeks[0]]
+    renumbered = tuple(dataclasses.replace(e, index=i) for i, e in enumerate(without))
+    stripped = harness.History(history.meta, renumbered)
+    found = check(stripped, Guarantee.EXACTLY_ONCE)
+    assert AnomalyKind.NONMONOTONIC_POLL in _kinds(found), found.summary()

@@ -8,6 +8,7 @@ and value ``i % 5 + 1``.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -1273,3 +1274,36 @@ def test_the_drain_disarms_faults_the_schedule_armed_but_did_not_use() -> None:
     unused = Schedule([LoseAck(), Produce()])
     assert run_once(retrying_transformer, used, "exactly-once")[1].status is Status.INVALID
     assert run_once(retrying_transformer, unused, "exactly-once")[1].status is Status.VALID
+
+
+def rereads_its_first_record(ctx: Context) -> None:
+    """Reads the first record, then opens its reader again at that record (as a processor
+    retrying a failed batch does) and goes on; outputs each record once and commits it
+    with its output."""
+    out = ctx.output("out")
+    start = ctx.offsets.get(P)
+    source = ctx.read(P, start)
+    first = next(iter(source))
+    done: set[str] = set()
+    for record in ctx.read(P, first.dlsn):
+        if record.record_id not in done:
+            out.emit(record)
+            out.commit()
+            done.add(record.record_id)
+        ctx.offsets.put(P, record.next)
+
+
+def test_a_reader_opened_again_below_the_last_read_is_a_seek_not_a_backward_poll() -> None:
+    """Issue 31: a processor that reopens its reader below what it read moves it by its
+    own word; the simulator records a ``fetch`` with detail ``seek``, so the re-read is no
+    ``nonmonotonic-poll`` (exactly-once holds: each record is output once). Without that
+    event the same reads are one."""
+    history = simulate(rereads_its_first_record, Schedule([Produce(count=3), Run(40)]))
+    verdict = check(history, Guarantee.EXACTLY_ONCE)
+    assert verdict.status is Status.VALID, verdict.summary()
+    seeks = [e for e in history.events if e.kind is EventKind.FETCH and e.detail == "seek"]
+    assert [(e.process, e.offset) for e in seeks] == [(1, 0)]
+    kept = [e for e in history.events if e is not seeks[0]]
+    events = tuple(dataclasses.replace(e, index=i) for i, e in enumerate(kept))
+    without = check(History(history.meta, events), Guarantee.EXACTLY_ONCE)
+    assert [a.kind.value for a in without.anomalies] == ["nonmonotonic-poll"]

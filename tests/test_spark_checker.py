@@ -128,15 +128,18 @@ def drawn(strategy: st.SearchStrategy[History], count: int) -> list[History]:
 def test_spark_and_local_checkers_agree_on_hundreds_of_random_histories(
     spark: Any, tmp_path: Path
 ) -> None:
-    """Whole-verdict parity under both guarantees on 240+ drawn histories (every anomaly
+    """Whole-verdict parity under both guarantees on 300 drawn histories (every anomaly
     kind, malformed and empty ones), checked by Spark as one source: one batch of jobs."""
-    runs = [*drawn(histories(), 170), *drawn(malformed_histories(), 80), empty_history()]
+    # 220: the first drawn histories of the fixed seed that show every kind (issue 31)
+    runs = [*drawn(histories(), 220), *drawn(malformed_histories(), 80), empty_history()]
     assert len(runs) >= 200
     stored = write_runs(tmp_path, runs)
     verdicts = [check(history, EO) for history in stored.values()]
     kinds = {a.kind for v in verdicts for a in v.anomalies}
     # every kind but stale, which only an entity table shows: Spark judges runs with one by
-    # the local checker's rules on the driver (tests/test_spark_parity_round3.py)
+    # the local checker's rules on the driver (tests/test_spark_parity_round3.py); the
+    # log's own anomalies (inconsistent-offsets, log-duplicate) are drawn and judged on the
+    # driver the same way (issue 31)
     drawable = set(AnomalyKind) - {AnomalyKind.STALE}
     assert kinds == drawable, f"not drawn: {drawable - kinds}"
     shown = " ".join(w.detail for v in verdicts for a in v.anomalies for w in a.witnesses)
@@ -208,6 +211,7 @@ EVERY_KIND = Plan(
     ahead=1,
     regressed=2,
     aborted=2,
+    rewound=2,
 )
 
 
@@ -286,8 +290,13 @@ def test_the_generator_plants_what_it_promises(tmp_path: Path) -> None:
     history = read_history(generated.path)
     assert len(history) == generated.events
     # every kind but stale: large generated histories have no entity table (a run with one
-    # is judged on the driver by the local checker's rules, not by the Spark passes)
-    assert set(generated.occurrences) == set(AnomalyKind) - {AnomalyKind.STALE}
+    # is judged on the driver by the local checker's rules, not by the Spark passes), nor
+    # the log's own anomalies, for the same reason (issue 31)
+    assert set(generated.occurrences) == set(AnomalyKind) - {
+        AnomalyKind.STALE,
+        AnomalyKind.INCONSISTENT_OFFSETS,
+        AnomalyKind.LOG_DUPLICATE,
+    }
     for guarantee in Guarantee:
         verdict = check(history, guarantee)
         status, failing, tolerated = generated.expected(guarantee)
@@ -297,9 +306,9 @@ def test_the_generator_plants_what_it_promises(tmp_path: Path) -> None:
             {a.kind.value: a.count for a in verdict.tolerated},
         )
         assert dict(verdict.stats) == dict(generated.stats)
-    assert generated.planted[AnomalyKind.LOST] == ("p0/98", "p1/164")
+    assert generated.planted[AnomalyKind.LOST] == ("p0/86", "p1/144")
     witnesses = check(history, EO).anomalies[0].witnesses
-    assert [w.record_ids for w in witnesses] == [("p0/98",), ("p1/164",)]
+    assert [w.record_ids for w in witnesses] == [("p0/86",), ("p1/144",)]
 
 
 def test_the_generator_refuses_impossible_plans(tmp_path: Path) -> None:

@@ -9,9 +9,12 @@ partition and offset come from their ``append`` event. A record whose ``append``
 ``detail == "poison"`` is expected to have no effect: it is exempt from ``lost`` and from the
 table aggregates. A record id appended again (``detail == "resent"``: an at-least-once
 upstream's resend) is the same record at a second position: its key, value, partition and
-offset (for ``nonmonotonic`` and ``offset-ahead``) are its first append's, it counts once
-everywhere, and any copy's ``ack`` acknowledges it; the ``skip`` and ``offset-ahead`` rules
-see every position.
+offset (for ``offset-ahead``) are its first append's, it counts once everywhere, and any
+copy's ``ack`` acknowledges it; the ``skip`` and ``offset-ahead`` rules see every position. A
+record appended again by a producer's own retry (``detail == "retried"``) is the same record
+in the same way, and a ``log-duplicate``. A record with an ``indeterminate`` event (its send
+got no answer) and no ``ack`` is acknowledged, as of its first ``indeterminate`` event, when
+some reader saw it (a ``read`` of it, or an ``observe`` naming it), and is nothing otherwise.
 
 **Effects.** An output is an ``observe`` event of a log sink; its effect is
 ``(record_id, part)``. The expected effects of an acknowledged non-poison record ``r`` are
@@ -49,8 +52,10 @@ lost-record half of ``offset-ahead``) are not assessed.
 ``nonmonotonic``
     Log sinks with ``ordered=True`` only. Per sink and source partition, the outputs in
     ``observe`` order, each effect's first occurrence only: every adjacent pair whose source
-    offsets (from the records' ``append``) decrease is one occurrence. Witness: both records
-    and both ``observe`` events.
+    offsets (from the records' ``append``) decrease is one occurrence; a record appended at
+    several offsets of the partition (resent, retried) stands for the first of them at or
+    above the previous output's, else its last (a reader that took a later copy read in
+    order). Witness: both records and both ``observe`` events.
 ``skip``
     Per process and partition, over ``read`` events not marked ``redelivered`` (redeliveries
     are ignored here): a read at offset ``o'`` that jumps an acknowledged record, i.e. some
@@ -70,6 +75,18 @@ lost-record half of ``offset-ahead``) are not assessed.
     not a skip.
     Witness: the two events and the skipped records (the first :data:`MAX_WITNESSES`
     acknowledged ones in the skipped range, in append order) and how many there are.
+``nonmonotonic-poll``
+    Over the same reads as ``skip``: a read at an offset at or below the previous read's,
+    with no ``fetch`` of that partition by that process since (a fetch with detail ``seek``
+    is the application moving its reader itself). Witness: the two reads.
+``inconsistent-offsets``
+    One (partition, offset) where two or more records were acknowledged (``ack``) or read
+    (``read``). Witness: the records and the first such event of each.
+``log-duplicate``
+    One ``retried`` append (witness: the record's first append and this one); and one
+    (partition, offset) where only one record was acknowledged or read, an acknowledged
+    record that was never appended there (witness: its first append and the first read
+    there).
 ``stale``
     Entity sinks (``SinkKind.ENTITY``) only, in a settled run. The truth per key is the last
     acknowledged non-poison record with that key in each partition (by the offset of its
@@ -93,8 +110,9 @@ lost-record half of ``offset-ahead``) are not assessed.
     none). A ``commit`` below the stored offset is one occurrence. Witness: the commit and the
     event that had set the stored offset.
 
-**Verdict** (:mod:`harness.check.policy`, shared with the Spark checker). ``duplicate`` and
-``offset-regression`` break exactly-once and are tolerated (listed in
+**Verdict** (:mod:`harness.check.policy`, shared with the Spark checker). ``duplicate``,
+``offset-regression``, ``log-duplicate`` and ``nonmonotonic-poll`` break exactly-once and
+are tolerated (listed in
 :attr:`Verdict.tolerated`) under at-least-once; every other anomaly breaks both guarantees
 (count-mismatch as above); witness sentences are :mod:`harness.check.wording`'s. The status
 is INVALID when any anomaly breaks the guarantee (``reasons`` is then empty). Otherwise it
@@ -136,6 +154,7 @@ from harness.check.verdict import (
 from harness.check.wording import NO_DRAIN_REASON
 from harness.history.events import (
     POISON,
+    RETRIED,
     Aggregate,
     EndDetail,
     Event,
@@ -182,7 +201,8 @@ def check(history: History, guarantee: Guarantee | str) -> Verdict:
         _check_entity(facts, sink, found, lost_records, settled)
     _check_aggregates(facts, found[AnomalyKind.COUNT_MISMATCH], over_counts, settled)
     _check_order(facts, found[AnomalyKind.NONMONOTONIC])
-    _check_skips(facts, found[AnomalyKind.SKIP])
+    _check_skips(facts, found[AnomalyKind.SKIP], found[AnomalyKind.NONMONOTONIC_POLL])
+    _check_log(facts, found[AnomalyKind.INCONSISTENT_OFFSETS], found[AnomalyKind.LOG_DUPLICATE])
     _check_offsets(
         facts, lost_records, found[AnomalyKind.OFFSET_AHEAD], found[AnomalyKind.OFFSET_REGRESSION]
     )
@@ -231,7 +251,14 @@ class _Facts:
     history: History
     appends: dict[str, Event] = field(default_factory=dict)
     acks: dict[str, int] = field(default_factory=dict)
-    """record id -> index of its first ack."""
+    """record id -> index of its first ack (of a record whose send was indeterminate and
+    that a reader saw: of its first ``indeterminate`` event)."""
+    places: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
+    """record id -> the (partition, offset) of each of its appends."""
+    retried: list[Event] = field(default_factory=list)
+    """The appends of a producer's retry (``retried``)."""
+    held: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
+    """(partition, offset) -> the records acknowledged or read there -> the first such event."""
     partition_offsets: dict[str, list[int]] = field(default_factory=dict)
     partition_records: dict[str, list[str]] = field(default_factory=dict)
     last_read: dict[str, int] = field(default_factory=dict)
@@ -254,20 +281,32 @@ class _Facts:
     def __post_init__(self) -> None:
         sinks = self.history.meta.sinks
         self.has_log_sink = any(spec.kind is SinkKind.LOG for spec in sinks.values())
+        indeterminate: dict[str, int] = {}
+        seen: set[str] = set()
         for event in self.history.events:
             kind = event.kind
             if kind is _K.APPEND:
                 assert event.record_id is not None and event.partition is not None
                 assert event.offset is not None
                 self.appends.setdefault(event.record_id, event)  # a resend is the same record
+                place = (event.partition, event.offset)
+                self.places.setdefault(event.record_id, set()).add(place)
+                if event.detail == RETRIED:
+                    self.retried.append(event)
                 self.partition_offsets.setdefault(event.partition, []).append(event.offset)
                 self.partition_records.setdefault(event.partition, []).append(event.record_id)
             elif kind is _K.ACK:
                 assert event.record_id is not None
                 self.acks.setdefault(event.record_id, event.index)
+                self._hold(event)
+            elif kind is _K.INDETERMINATE:
+                assert event.record_id is not None
+                indeterminate.setdefault(event.record_id, event.index)
             elif kind is _K.READ:
                 assert event.record_id is not None
                 self.last_read[event.record_id] = event.index
+                seen.add(event.record_id)
+                self._hold(event)
             elif kind is _K.EMIT:
                 assert event.output_id is not None
                 self.emits_by_output.setdefault(event.output_id, []).append(event)
@@ -284,6 +323,8 @@ class _Facts:
                 self.drained = True
             elif kind is _K.OBSERVE:
                 assert event.sink is not None
+                if event.record_id is not None:
+                    seen.add(event.record_id)
                 sink_kind = sinks[event.sink].kind
                 if sink_kind is SinkKind.LOG:
                     self.log_observes.append(event)
@@ -293,6 +334,17 @@ class _Facts:
                 else:
                     assert event.key is not None
                     self.table_observes.setdefault(event.sink, {})[event.key] = event
+
+        # a send whose answer never came is owed only if a reader saw the record
+        for record_id, index in indeterminate.items():
+            if record_id in seen and record_id not in self.acks:
+                self.acks[record_id] = index
+
+    def _hold(self, event: Event) -> None:
+        assert event.partition is not None and event.offset is not None
+        assert event.record_id is not None
+        there = self.held.setdefault((event.partition, event.offset), {})
+        there.setdefault(event.record_id, event.index)
 
     def is_poison(self, record_id: str) -> bool:
         return self.appends[record_id].detail == POISON
@@ -566,11 +618,12 @@ def _check_order(facts: _Facts, nonmonotonic: _Occurrences) -> None:
         assert append.partition is not None and append.offset is not None
         stream = (event.sink, append.partition)
         previous = last.get(stream)
-        if previous is not None and append.offset < previous[0]:
+        offset = _place_after(facts, event.record_id, append, previous)
+        if previous is not None and offset < previous[0]:
             detail = wording.nonmonotonic(
                 event.sink,
                 event.record_id,
-                append.offset,
+                offset,
                 append.partition,
                 previous[1],
                 previous[0],
@@ -578,11 +631,57 @@ def _check_order(facts: _Facts, nonmonotonic: _Occurrences) -> None:
             nonmonotonic.add(
                 witness((previous[1], event.record_id), (previous[2], event.index), detail)
             )
-        last[stream] = (append.offset, event.record_id, event.index)
+        last[stream] = (offset, event.record_id, event.index)
 
 
-def _check_skips(facts: _Facts, skip: _Occurrences) -> None:
-    """skip, over each process's reads of each partition."""
+def _place_after(
+    facts: _Facts, record_id: str, append: Event, previous: tuple[int, str, int] | None
+) -> int:
+    """The offset an ordered output of ``record_id`` stands for: its first append's, or, for
+    a record the log holds at several offsets of that partition (a resend, a retry), the
+    first of them at or after the previous output's (a reader that took the later copy
+    read in order), else the last of them."""
+    assert append.offset is not None
+    offsets = sorted(o for p, o in facts.places[record_id] if p == append.partition)
+    if len(offsets) < 2 or previous is None:
+        return append.offset
+    after = [o for o in offsets if o >= previous[0]]
+    return after[0] if after else offsets[-1]
+
+
+def _check_log(facts: _Facts, inconsistent: _Occurrences, duplicate: _Occurrences) -> None:
+    """inconsistent-offsets (a place holding two records) and log-duplicate (a producer's
+    retry; an acknowledged record read where it was never appended and where no other
+    record is)."""
+    for (partition, offset), holders in facts.held.items():
+        if len(holders) > 1:
+            ids = sorted(holders)
+            detail = wording.inconsistent_offsets(partition, offset, ids)
+            inconsistent.add(witness(ids, holders.values(), detail))
+    for append in facts.retried:
+        assert append.record_id is not None and append.partition is not None
+        assert append.offset is not None
+        first = facts.appends[append.record_id].index
+        detail = wording.log_duplicate_retried(
+            append.record_id, append.offset, append.partition, first
+        )
+        duplicate.add(witness((append.record_id,), (first, append.index), detail))
+    for (partition, offset), holders in facts.held.items():
+        if len(holders) != 1:
+            continue
+        ((record_id, index),) = holders.items()
+        # a record whose write failed is in the log once at most, wherever it is read
+        if (partition, offset) in facts.places[record_id] or record_id not in facts.acks:
+            continue
+        read = facts.history.events[index]
+        assert read.process is not None
+        first = facts.appends[record_id].index
+        detail = wording.log_duplicate_read(record_id, read.process, offset, partition, first)
+        duplicate.add(witness((record_id,), (first, index), detail))
+
+
+def _check_skips(facts: _Facts, skip: _Occurrences, backward: _Occurrences) -> None:
+    """skip and nonmonotonic-poll, over each process's reads of each partition."""
     truncated: dict[str, int] = {}
     frontier: dict[str, int] = {}
     fetched: dict[tuple[int, str], tuple[int, int | None]] = {}
@@ -595,7 +694,7 @@ def _check_skips(facts: _Facts, skip: _Occurrences) -> None:
             frontier[event.partition] = max(highest, event.offset)
             if event.detail == REDELIVERED:
                 continue
-            _skip_of(facts, skip, event, highest, truncated, fetched, previous)
+            _skip_of(facts, skip, backward, event, highest, truncated, fetched, previous)
         elif kind is _K.TRUNCATE:
             assert event.partition is not None and event.offset is not None
             truncated[event.partition] = event.offset
@@ -607,14 +706,15 @@ def _check_skips(facts: _Facts, skip: _Occurrences) -> None:
 def _skip_of(
     facts: _Facts,
     skip: _Occurrences,
+    backward: _Occurrences,
     event: Event,
     highest: int,
     truncated: Mapping[str, int],
     fetched: dict[tuple[int, str], tuple[int, int | None]],
     previous: dict[tuple[int, str], tuple[int, int]],
 ) -> None:
-    """The skip (if any) of one ``read``; ``highest``: the highest offset of its partition
-    any process read before it (-1: none)."""
+    """The skip or backward poll (if any) of one ``read``; ``highest``: the highest offset of
+    its partition any process read before it (-1: none)."""
     assert event.process is not None and event.partition is not None
     assert event.offset is not None
     stream = (event.process, event.partition)
@@ -628,6 +728,11 @@ def _skip_of(
         last_offset, before = previous[stream]
         low = last_offset + 1
         since = wording.since_read(last_offset, before)
+        if offset <= last_offset:
+            detail = wording.nonmonotonic_poll(
+                event.process, offset, event.partition, last_offset, before
+            )
+            backward.add(witness((), (before, event.index), detail))
     else:
         low = offset
     # records below the log's start cannot be read: whether they were done before

@@ -12,9 +12,9 @@ from typing import Final
 
 from harness.check import wording
 from harness.history.events import (
+    AGAIN,
     INT_FIELDS,
     REQUIRED_FIELDS,
-    RESENT,
     SCHEMA_VERSION,
     STR_FIELDS,
     Aggregate,
@@ -68,11 +68,15 @@ def validate(history: History) -> list[str]:
     ``observe`` with ``output_id`` only a log sink; a log ``observe`` has ``output_id`` and
     ``part`` (its ``key``/``value`` are the output's), a table ``observe`` ``key`` and
     ``value``); appended record ids are unique, except that an append with ``detail ==
-    "resent"`` appends an earlier record again (same partition, key and value: an
-    at-least-once upstream's resend); an append's offset is above the partition's
-    highest acknowledged offset (an unacknowledged append's position is taken again);
-    ``ack`` and ``read`` name a record appended before them, at the same partition and
-    offset as one of its appends; there is exactly one ``end`` event and it is the last;
+    "resent"`` or ``"retried"`` appends an earlier record again (same partition, key and
+    value: an at-least-once upstream's resend, a producer's retry); an append's offset is
+    above the partition's highest acknowledged offset (an unacknowledged append's position
+    is taken again), or is the very offset of an acknowledged record (two records at one
+    offset: the checker names it ``inconsistent-offsets``); ``ack`` and ``indeterminate``
+    name a record appended before them, at the same partition and offset as one of its
+    appends; ``read`` names a record appended before it (at any offset: one where the
+    record was not appended is the checker's ``log-duplicate`` or
+    ``inconsistent-offsets``); there is exactly one ``end`` event and it is the last;
     there is at most one ``drain``.
     """
     problems = _Problems()
@@ -95,6 +99,7 @@ def _validate(history: object, problems: _Problems) -> None:
 
     appended: _Appended = {}
     last_offset: dict[str, tuple[int, int]] = {}
+    acked_at: set[tuple[str, int]] = set()
     ends: list[int] = []
     drains: list[int] = []
     for i, event in enumerate(events):
@@ -118,11 +123,14 @@ def _validate(history: object, problems: _Problems) -> None:
             problems.add(wording.undeclared_partition(where, event.partition, partitions))
             continue
         if kind is EventKind.APPEND:
-            _check_append(event, where, appended, last_offset, problems)
+            _check_append(event, where, appended, (last_offset, acked_at), problems)
         elif kind is EventKind.READ:
+            _check_appended(event, where, appended, problems, anywhere=True)
+        elif kind is EventKind.INDETERMINATE:
             _check_appended(event, where, appended, problems)
         elif kind is EventKind.ACK and _check_appended(event, where, appended, problems):
             assert event.partition is not None and event.offset is not None
+            acked_at.add((event.partition, event.offset))
             previous = last_offset.get(event.partition)
             if previous is None or event.offset > previous[0]:
                 last_offset[event.partition] = (event.offset, event.index)
@@ -218,13 +226,14 @@ def _check_append(
     event: Event,
     where: str,
     appended: _Appended,
-    last_offset: dict[str, tuple[int, int]],
+    acked: tuple[dict[str, tuple[int, int]], set[tuple[str, int]]],
     problems: _Problems,
 ) -> None:
     assert event.record_id is not None and event.partition is not None
     assert event.offset is not None
+    last_offset, acked_at = acked
     earlier = appended.get(event.record_id)
-    if event.detail == RESENT:
+    if event.detail in AGAIN:
         if earlier is None:
             problems.add(wording.resent_unknown(where, event.record_id))
             return
@@ -242,7 +251,8 @@ def _check_append(
     # Compared with the last *acknowledged* offset: an append the producer never got
     # acknowledged was discarded by the log, and the next append takes its position again.
     previous = last_offset.get(event.partition)
-    if previous is not None and event.offset <= previous[0]:
+    taken = (event.partition, event.offset) in acked_at  # two records at one offset
+    if previous is not None and event.offset <= previous[0] and not taken:
         problems.add(
             wording.append_not_above(where, event.offset, event.partition, previous[0], previous[1])
         )
@@ -258,14 +268,18 @@ def _check_appended(
     where: str,
     appended: _Appended,
     problems: _Problems,
+    *,
+    anywhere: bool = False,
 ) -> bool:
+    """Whether ``event`` names a record appended before it, at one of its places (at any
+    place with ``anywhere``); reports the problem if not."""
     assert event.record_id is not None
     placed = appended.get(event.record_id)
     if placed is None:
         problems.add(wording.not_appended(where, event.record_id))
         return False
     first, places = placed
-    if (event.partition, event.offset) not in places:
+    if not anywhere and (event.partition, event.offset) not in places:
         assert first.partition is not None and first.offset is not None
         problems.add(
             wording.misplaced(

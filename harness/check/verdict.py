@@ -18,6 +18,7 @@ from harness.errors import ConfigError
 
 __all__ = [
     "EXIT_CODES",
+    "LOG_KINDS",
     "MAX_WITNESSES",
     "Anomaly",
     "AnomalyKind",
@@ -126,6 +127,23 @@ class AnomalyKind(str, enum.Enum):
     STALE = "stale"
     """An entity table's final row of a key came from an earlier input than the key's last
     acknowledged one: a stale overwrite (a replay, or a reorder, written over newer data)."""
+    INCONSISTENT_OFFSETS = "inconsistent-offsets"
+    """Two records at one offset of a partition: acknowledged there, or read there."""
+    LOG_DUPLICATE = "log-duplicate"
+    """One record at two offsets of the log that no upstream resend explains: a producer's
+    retry wrote it twice (a ``retried`` append), or a reader found it where it was never
+    appended."""
+    NONMONOTONIC_POLL = "nonmonotonic-poll"
+    """A reader went back: a process read a partition at an offset at or below its previous
+    read there, with no fetch or seek in between (it re-read without being told to)."""
+
+
+LOG_KINDS: Final = frozenset(
+    {AnomalyKind.INCONSISTENT_OFFSETS, AnomalyKind.LOG_DUPLICATE, AnomalyKind.NONMONOTONIC_POLL}
+)
+"""Kinds that say the log or its client broke their contract, not the processor: found in
+recorded histories (a real broker's, a hand-written one), never caused by a processor under
+the simulator, whose reference log and Kafka doubles keep that contract."""
 
 
 def _check_str_tuple(name: str, value: object) -> None:

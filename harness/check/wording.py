@@ -32,8 +32,13 @@ __all__ = [
     "field_type",
     "kind_unknown",
     "index_out_of_order",
+    "inconsistent_offsets",
+    "local_only_not_judged",
+    "log_duplicate_read",
+    "log_duplicate_retried",
     "lost",
     "many_drains",
+    "nonmonotonic_poll",
     "many_ends",
     "misplaced",
     "negative",
@@ -197,6 +202,41 @@ def nonmonotonic(
     )
 
 
+def nonmonotonic_poll(
+    process: int, offset: int, partition: str, previous: int, previous_at: int
+) -> str:
+    return (
+        f"process {process} read offset {offset} of partition {partition!r} after reading offset "
+        f"{previous} there (event {previous_at}) with no fetch or seek in between: the "
+        f"reader went back by itself"
+    )
+
+
+def inconsistent_offsets(partition: str, offset: int, record_ids: Sequence[str]) -> str:
+    return (
+        f"offset {offset} of partition {partition!r} holds {len(record_ids)} records "
+        f"({', '.join(repr(r) for r in record_ids)}), acknowledged or read there; a log holds one"
+    )
+
+
+def log_duplicate_retried(record_id: str, offset: int, partition: str, first: int) -> str:
+    return (
+        f"record {record_id!r} was written again at offset {offset} of partition "
+        f"{partition!r} by the producer's retry: the log holds it twice (its first write "
+        f"is event {first})"
+    )
+
+
+def log_duplicate_read(
+    record_id: str, process: int, offset: int, partition: str, first: int
+) -> str:
+    return (
+        f"process {process} read record {record_id!r} at offset {offset} of partition "
+        f"{partition!r}, where it was never appended (its append is event {first}): the "
+        f"log holds it twice"
+    )
+
+
 def since_fetch(offset: int | None, event: int) -> str:
     """How a ``skip`` began after a fetch (``offset`` None: no stored offset)."""
     if offset is None:
@@ -344,6 +384,14 @@ def entity_not_judged(sinks: list[str], limit: int) -> str:
         f"tables only in runs of at most {limit:,} events, by the local checker's rules on the "
         f"driver; check this history with the local checker (python -m harness check FILE "
         f"--engine local)"
+    )
+
+
+def local_only_not_judged(limit: int) -> str:
+    return (
+        f"this run has retried or indeterminate sends, or offsets the log holds twice, "
+        f"which only the local checker judges, and more than {limit} events; check it with "
+        f"the local checker (python -m harness check)"
     )
 
 

@@ -4,14 +4,20 @@ A history is plain data. The simulator writes it, the checkers (local and Spark)
 reports render it; none of them talks to another. The schema is flat (one optional column per
 field) so that the same rows go to JSONL and to Parquet unchanged; ``docs/history.md``
 documents it. ``SCHEMA_VERSION`` changes whenever a field or a kind changes meaning, or the
-files' layout changes (version 2 added the checksums of :mod:`harness.history.integrity`).
+files' layout changes (version 2 added the checksums of :mod:`harness.history.integrity`;
+version 3 the ``indeterminate`` kind, the ``retried`` append and the ``seek`` fetch; files of
+older versions read as before, none of them holds these forms).
 
 Identity rules the checkers rely on:
 
 * An input record is named by ``record_id``, unique across the run. Its ``partition`` is the
   input log it was appended to and ``offset`` its 0-based position in that log. An
   at-least-once upstream can append a record id again (``detail == "resent"``): the same
-  record at a second position, whose effects are still expected once in all.
+  record at a second position, whose effects are still expected once in all. A producer's
+  own retry that wrote a record twice (``detail == "retried"``) is the same record too, but
+  a duplicate in the log (the ``log-duplicate`` anomaly).
+* A record whose send ended without an answer (an ``indeterminate`` event instead of an
+  ``ack``) is owed only if some reader saw it.
 * An output is named by ``output_id`` (unique per run, assigned by the world at ``emit``) and
   carries the ``record_id`` and ``part`` of the input it derives from. ``(record_id, part)`` is
   the *effect*: the unit that must be seen once (exactly-once) or at least once.
@@ -39,7 +45,10 @@ __all__ = [
     "REQUIRED_FIELDS",
     "SCHEMA_VERSION",
     "STR_FIELDS",
+    "AGAIN",
+    "RETRIED",
     "AppendDetail",
+    "FetchDetail",
     "CrashDetail",
     "EndDetail",
     "ReadDetail",
@@ -53,7 +62,7 @@ __all__ = [
     "Isolation",
 ]
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 
 
 class AppendDetail(str, enum.Enum):
@@ -68,6 +77,21 @@ class AppendDetail(str, enum.Enum):
     resend after a lost acknowledgement): same partition, key and value, a new offset. It is
     the same record as the id's first append (poison if that one is), so its effects are
     expected once in all, whichever copy the processor takes them from."""
+
+    RETRIED = "retried"
+    """The producer's own retry wrote this record id again (its first write's
+    acknowledgement was lost and the producer is not idempotent): same partition, key and
+    value, a new offset. The same record as the id's first append, like ``resent``, but the
+    log now holds it twice: each such append is a ``log-duplicate``."""
+
+
+class FetchDetail(str, enum.Enum):
+    """The ``detail`` vocabulary of ``fetch`` events (null: the stored offset was read)."""
+
+    SEEK = "seek"
+    """The application repositioned its reader of ``partition`` to ``offset`` itself (a
+    Kafka ``seek`` or an ``assign`` with offsets, a reader reopened at an earlier position):
+    the reads that follow are compared with it, not with the reads before it."""
 
 
 class ReadDetail(str, enum.Enum):
@@ -96,6 +120,11 @@ POISON: Final = AppendDetail.POISON.value
 """``append`` detail of a poison record (:attr:`AppendDetail.POISON`), as a plain string."""
 RESENT: Final = AppendDetail.RESENT.value
 """``append`` detail of a record id appended again (:attr:`AppendDetail.RESENT`)."""
+RETRIED: Final = AppendDetail.RETRIED.value
+"""``append`` detail of a producer's retry that wrote a record twice
+(:attr:`AppendDetail.RETRIED`)."""
+AGAIN: Final = frozenset({RESENT, RETRIED})
+"""The ``append`` details of a record id appended again (same record, a second position)."""
 
 
 class EventKind(str, enum.Enum):
@@ -105,6 +134,12 @@ class EventKind(str, enum.Enum):
     """The producer wrote an input record (not yet acknowledged)."""
     ACK = "ack"
     """The producer's commit covering the record returned: the record is part of the truth."""
+    INDETERMINATE = "indeterminate"
+    """The producer's send of ``record_id`` (appended at ``partition``/``offset``) ended
+    without an answer (a timeout, a crash of the producer): the record may or may not be in
+    the log. It is part of the truth only if some reader saw it (a ``read`` of it, or an
+    ``observe`` of one of its outputs); otherwise nothing of it is owed, and nothing of it
+    is unexpected either."""
     TRUNCATE = "truncate"
     """``partition`` was truncated below ``offset`` (its first readable record now): by
     retention (``process`` null) or by instance ``process`` (``ctx.truncate``)."""
@@ -122,7 +157,8 @@ class EventKind(str, enum.Enum):
     FETCH = "fetch"
     """Instance ``process`` read the stored offset of ``partition`` (null: none); ``offset``
     is where a reader opened there resumes: the stored offset, or the log's first readable
-    record when a truncation has passed it (``dlsn`` is the stored DLSN)."""
+    record when a truncation has passed it (``dlsn`` is the stored DLSN). With ``detail ==
+    "seek"`` the application moved its reader back to ``offset`` itself instead."""
     READ = "read"
     """The source delivered ``record_id`` at ``offset`` of ``partition`` to ``process``;
     ``detail`` is ``redelivered`` for a duplicate delivery injected by the schedule."""
@@ -174,6 +210,7 @@ _K = EventKind
 REQUIRED_FIELDS: Final[Mapping[EventKind, tuple[str, ...]]] = {
     _K.APPEND: ("partition", "offset", "record_id", "key", "value"),
     _K.ACK: ("partition", "offset", "record_id"),
+    _K.INDETERMINATE: ("partition", "offset", "record_id"),
     _K.TRUNCATE: ("partition", "offset"),
     _K.START: ("process",),
     _K.CRASH: ("process", "detail"),

@@ -121,6 +121,8 @@ class Fetcher:
             cursor.position = None
         cursor.paused = False
         cursor.eof_at = -1
+        if cursor.position is not None:  # the application's own seek back, if it is one
+            rt.broker.world.record.rewind(rt.process, cursor.name, cursor.position)
 
     def _resolve(self, cursor: Cursor) -> Fetched | None:
         rt = self.rt

@@ -214,7 +214,7 @@ def _body(event: Event) -> str:
     record = event.record_id if event.record_id is not None else "?"
     if k is EventKind.APPEND:
         return f"{record} -> {_where(event)} key={_s(event.key)} value={_s(event.value)}"
-    if k is EventKind.ACK:
+    if k in (EventKind.ACK, EventKind.INDETERMINATE):
         return f"{record} at {_where(event)}"
     if k in (EventKind.TRUNCATE, EventKind.ROLLBACK, EventKind.FETCH, EventKind.COMMIT):
         verb = {
@@ -224,7 +224,8 @@ def _body(event: Event) -> str:
             EventKind.COMMIT: "offset",
         }[k]
         offset = "none" if event.offset is None else str(event.offset)
-        return f"{_name(event.partition)} {verb} {offset}"
+        sought = " (seek)" if k is EventKind.FETCH and event.detail == "seek" else ""
+        return f"{_name(event.partition)} {verb} {offset}{sought}"
     if k is EventKind.READ:
         again = " (redelivered)" if event.detail == "redelivered" else ""
         return f"{record} from {_where(event)}{again}"

@@ -47,6 +47,7 @@ MAX_PROCESS_LANES: Final = 24
 GLYPH: Final[dict[EventKind, str]] = {
     _K.APPEND: "+",
     _K.ACK: "A",
+    _K.INDETERMINATE: "?",
     _K.TRUNCATE: "T",
     _K.START: "S",
     _K.CRASH: "X",
@@ -68,6 +69,7 @@ GLYPH: Final[dict[EventKind, str]] = {
 _LEGEND_TEXT: Final[dict[EventKind, str]] = {
     _K.APPEND: "append (producer writes)",
     _K.ACK: "ack (producer's commit returned)",
+    _K.INDETERMINATE: "indeterminate (no answer to the send)",
     _K.TRUNCATE: "truncate (retention)",
     _K.START: "start / restart",
     _K.CRASH: "crash",
@@ -86,7 +88,7 @@ _LEGEND_TEXT: Final[dict[EventKind, str]] = {
 }
 
 _FAULTS: Final = frozenset({_K.CRASH, _K.ERROR, _K.ZOMBIE, _K.ROLLBACK, _K.TRUNCATE})
-_PRODUCER: Final = frozenset({_K.APPEND, _K.ACK, _K.TRUNCATE})
+_PRODUCER: Final = frozenset({_K.APPEND, _K.ACK, _K.INDETERMINATE, _K.TRUNCATE})
 _GLOBAL: Final = frozenset({_K.DRAIN, _K.END})
 _OTHER: Final = "process-other"
 
@@ -252,7 +254,7 @@ def _shape(kind: EventKind, x: int, y: int, size: int) -> str:
         h += 2
         points = f"{x},{y - h} {x + h},{y} {x},{y + h} {x - h},{y}"
         return f'<polygon class="shape" points="{points}"/>'
-    if kind in (_K.APPEND, _K.ACK):
+    if kind in (_K.APPEND, _K.ACK, _K.INDETERMINATE):
         return f'<circle class="shape" cx="{x}" cy="{y}" r="{h}"/>'
     return f'<rect class="shape" x="{x - h}" y="{y - h}" width="{size}" height="{size}" rx="4"/>'
 

@@ -68,6 +68,8 @@ class Source:
                 world.position(partition, start),
                 world.low_watermark[partition] if low is None else low,
             )
+            # a reader opened again below what this instance read is its own seek
+            world.record.rewind(ctx._inst.number, partition, self._expect[partition])
         self._last: Delivery | None = None
 
     def _peek(self, partition: str) -> Delivery | None:

@@ -29,6 +29,7 @@ from harness.history.events import (
     RESENT,
     Event,
     EventKind,
+    FetchDetail,
     History,
     HistoryMeta,
     SinkKind,
@@ -61,15 +62,39 @@ def table_key(table: str, key: str) -> str:
 class Recorder:
     """Appends events with consecutive indices."""
 
-    __slots__ = ("events",)
+    __slots__ = ("events", "last_read")
 
     def __init__(self) -> None:
         self.events: list[Event] = []
+        self.last_read: dict[tuple[int, str], int] = {}
+        """(process, partition) -> the offset of its last read there, until it fetches."""
 
     def __call__(self, kind: EventKind, **fields: Any) -> Event:
         event = Event(len(self.events), kind, **fields)
         self.events.append(event)
+        if event.process is not None and event.partition is not None:
+            where = (event.process, event.partition)
+            if kind is EventKind.FETCH:
+                self.last_read.pop(where, None)
+            elif kind is EventKind.READ and event.detail is None:
+                assert event.offset is not None
+                self.last_read[where] = event.offset
         return event
+
+    def rewind(self, process: int, partition: str, offset: int) -> None:
+        """The application moved its reader of ``partition`` to ``offset`` itself: a
+        ``fetch`` with detail ``seek`` when that is at or below its last read there (the
+        reads that follow go back on its word, not the reader's: no ``nonmonotonic-poll``);
+        nothing otherwise, so a history without rewinds is what it always was."""
+        last = self.last_read.get((process, partition))
+        if last is not None and offset <= last:
+            self(
+                EventKind.FETCH,
+                process=process,
+                partition=partition,
+                offset=offset,
+                detail=FetchDetail.SEEK.value,
+            )
 
 
 class World:

@@ -3,10 +3,12 @@
 :func:`histories` draws well-formed histories of random events: nothing promises they are
 correct, and every anomaly kind can occur (lost, duplicate, unexpected (including outputs of
 poison records and of undeclared parts), aborted-read, count-mismatch on both sides,
-nonmonotonic, skip, offset-ahead, offset-regression; stale with ``entity=True``), with
-incomplete and undrained runs,
+nonmonotonic, skip, offset-ahead, offset-regression, inconsistent-offsets, log-duplicate,
+nonmonotonic-poll; stale with ``entity=True``), with incomplete and undrained runs,
 redeliveries, truncation, appends that take an unacknowledged position again or jump ahead,
-and histories without a log sink. :func:`malformed_histories` breaks such a history in the
+producers' retries (``retried``), sends whose answer never came (``indeterminate``), reads
+that find a record where it was not appended, and histories without a log sink.
+:func:`malformed_histories` breaks such a history in the
 ways a Parquet file can hold (values keep their types), and :func:`empty_history` has no
 events. The local and the Spark checker are held to the same verdict on all three.
 """
@@ -134,11 +136,18 @@ class _Drawn:
         self.logs = [n for n, s in b.sinks.items() if s.kind is SinkKind.LOG] or ["out"]
         self.appended: list[str] = []
         self.acked: dict[str, int] = {}
+        self.held: set[tuple[str, int]] = set()
         self.txns: list[int] = []
+        # a quarter of the runs have a log that breaks its contract (retries, unanswered
+        # sends, records read off their place): the Spark checker judges those on the
+        # driver, the others by its own passes
+        self.faulty_log = draw(st.integers(0, 3)) == 0
 
     def step(self, step: str, process: int, partition: str) -> None:
         draw, b = self.draw, self.b
-        if step == "append":
+        if step == "append" and self.faulty_log and self.appended and draw(st.integers(0, 7)) == 0:
+            self.append_again()
+        elif step == "append":
             top = self.acked.get(partition, -1)
             jump = draw(st.integers(0, 4)) == 0  # take an unacknowledged position, or jump
             b.append(
@@ -166,6 +175,26 @@ class _Drawn:
             )
         else:
             self.bookkeeping(step, process, partition)
+
+    def append_again(self) -> None:
+        """A producer's retry that wrote a record again (a log duplicate), or a second
+        record at an offset already acknowledged (inconsistent offsets)."""
+        draw, b = self.draw, self.b
+        if len(self.held) > 0 and draw(st.integers(0, 1)) == 1:
+            partition, offset = draw(st.sampled_from(sorted(self.held)))
+            record_id = f"r{len(self.appended)}"
+            b.append(record_id, partition, offset=offset, key=KEYS[0], value=1)
+            self.appended.append(record_id)
+            return
+        first = b.records[draw(st.sampled_from(self.appended))]
+        assert first.partition is not None and first.record_id is not None
+        b.append(
+            first.record_id,
+            first.partition,
+            key=first.key,
+            value=first.value,
+            detail=AppendDetail.RETRIED.value,
+        )
 
     def entity_emit(self, process: int) -> None:
         """A row of the entity table ``rows``: mostly under its record's key."""
@@ -199,14 +228,27 @@ class _Drawn:
         record_id = self.draw(st.sampled_from(self.appended))
         record = self.b.records[record_id]
         assert record.partition is not None and record.offset is not None
-        if step == "ack":
+        if step == "ack" and self.faulty_log and self.draw(st.integers(0, 3)) == 0:
+            self.b.at(_K.INDETERMINATE, record_id)  # its send's answer never came
+        elif step == "ack":
             self.b.at(_K.ACK, record_id)
             top = self.acked.get(record.partition, -1)
             self.acked[record.partition] = max(top, record.offset)
+            self.held.add((record.partition, record.offset))
         else:
             redelivered = ReadDetail.REDELIVERED.value
             detail = self.draw(st.sampled_from([None, None, redelivered]))
-            self.b.at(_K.READ, record_id, process=process, detail=detail)
+            # now and then the reader finds the record elsewhere: a second copy in the log,
+            # or a second record at an offset
+            moved = self.draw(st.sampled_from([0] * 6 + [1, 2])) if self.faulty_log else 0
+            self.b.add(
+                _K.READ,
+                partition=record.partition,
+                offset=record.offset + moved,
+                record_id=record_id,
+                process=process,
+                detail=detail,
+            )
 
     def bookkeeping(self, step: str, process: int, partition: str) -> None:
         draw, b = self.draw, self.b
@@ -233,7 +275,10 @@ class _Drawn:
     def observes(self) -> None:
         draw, b, logs = self.draw, self.b, self.logs
         if b.outputs and any(spec.kind is SinkKind.LOG for spec in b.sinks.values()):
-            for output_id in draw(st.lists(st.sampled_from(sorted(b.outputs)), max_size=20)):
+            shown = draw(st.lists(st.sampled_from(sorted(b.outputs)), max_size=20))
+            if draw(st.integers(0, 3)) == 0:  # newest first: out of order in an ordered sink
+                shown = sorted(b.outputs, reverse=True)[:20]
+            for output_id in shown:
                 b.observe(output_id, draw(st.sampled_from(logs)))
             if draw(st.integers(0, 5)) == 0:
                 b.add(_K.OBSERVE, sink=logs[0], output_id=99, record_id=None, part=0)

@@ -101,3 +101,28 @@ def copy_headers() -> None:
         producer.produce("receipts", b"receipt", headers=msg.headers())
         producer.flush()
         consumer.commit(msg, asynchronous=False)
+
+
+def seek_back_once() -> None:
+    """Processes a message, then, as an application retrying a failed batch does, seeks
+    back to offset 0 once and reads it again; a message already produced is not produced
+    again (its offset is remembered), so the re-read leaves no duplicate."""
+    from confluent_kafka import TopicPartition
+
+    consumer = Consumer({**CONF, "enable.auto.commit": False})
+    producer = Producer({"bootstrap.servers": "b:9092"})
+    consumer.subscribe(["orders"])
+    done: set[int] = set()
+    rewound = False
+    while True:
+        msg = consumer.poll(1.0)
+        if msg is None or msg.error():
+            continue
+        if msg.offset() not in done:
+            producer.produce("receipts", msg.value())
+            producer.flush()
+            done.add(msg.offset())
+        consumer.commit(msg, asynchronous=False)
+        if not rewound:
+            rewound = True
+            consumer.seek(TopicPartition("orders", msg.partition(), 0))

@@ -51,10 +51,15 @@ if TYPE_CHECKING:
 __all__ = ["LOCAL_RUN_LIMIT", "Analysis", "SparkCheck", "analyze_parquet", "check_parquet"]
 
 LOCAL_RUN_LIMIT: Final = 1_000_000
-"""A run with an upstream's resends (``resent`` appends) or an entity table sink
-(``SinkKind.ENTITY``) of at most this many events is judged on the driver by the local
-checker's own rules: the Spark passes do not implement those rules yet, and a larger such run
-is UNKNOWN, with a reason that says to run the local checker."""
+"""A run with an upstream's resends (``resent`` appends), a producer's retries (``retried``),
+``indeterminate`` sends, reads where their record was not appended, two records acknowledged
+at one offset, or an entity table sink (``SinkKind.ENTITY``) of at most this many events is
+judged on the driver by the local checker's own rules: the Spark passes do not implement
+those rules yet, and a larger such run is UNKNOWN, with a reason that says to run the local
+checker."""
+
+_PLACE_CODES: Final = frozenset({"misplaced", "not_above"})
+"""The Spark validator's problems that the local rules judge as anomalies instead."""
 
 _OCCURRENCE_SCHEMA: Final = ", ".join(f"{name} {kind}" for name, kind in COLUMNS)
 
@@ -295,7 +300,7 @@ class _Checker:
                 groups = self._occurrences(q, fused, facts, suspects)
         invalid = [s.number for s in self.runs if s.invalid and not s.reasons and s.local is None]
         if invalid:
-            self._explain(q, invalid)
+            self._judge_places_locally(self._explain(q, invalid))
         return {
             guarantee: {
                 state.number: state.local[guarantee]
@@ -307,11 +312,28 @@ class _Checker:
         }
 
     def _judge_locally(self) -> None:
-        """Runs with an upstream's resends (``resent`` appends) or an entity table sink,
-        which the Spark passes do not implement, and at most :data:`LOCAL_RUN_LIMIT` events:
-        their events are collected to the driver and judged by
-        :func:`harness.check.local.check` itself. A larger run with an entity sink is
-        UNKNOWN (a larger one with resends, through the validator's ``resent`` problem)."""
+        """Runs with an upstream's resends (``resent`` appends), a producer's retries
+        (``retried``), ``indeterminate`` sends or an entity table sink, which the Spark
+        passes do not implement, and at most :data:`LOCAL_RUN_LIMIT` events: their events
+        are collected to the driver and judged by :func:`harness.check.local.check` itself.
+        A larger such run is UNKNOWN (a larger one with resends only, through the
+        validator's ``resent`` problem)."""
+        for state in self.runs:
+            summary = state.summary
+            if summary is None or not (summary.resent or summary.local_only or state.entity_sinks):
+                continue
+            if state.source.rows > LOCAL_RUN_LIMIT:
+                if summary.local_only:
+                    reason = wording.local_only_not_judged(LOCAL_RUN_LIMIT)
+                    state.local = {g: unknown(g, [reason], summary.events) for g in Guarantee}
+                elif state.entity_sinks and not summary.resent:
+                    reason = wording.entity_not_judged(state.entity_sinks, LOCAL_RUN_LIMIT)
+                    state.local = {g: unknown(g, [reason], summary.events) for g in Guarantee}
+                continue
+            state.local = self._local_verdicts(state)
+
+    def _local_verdicts(self, state: _Run) -> dict[Guarantee, Verdict]:
+        """The local checker's verdicts of run ``state``, its events collected in order."""
         from pyspark.sql import functions as F
 
         from harness.check.local import check
@@ -320,27 +342,38 @@ class _Checker:
         kinds = {kind.value: kind for kind in EventKind}
         columns = [name for name in EVENT_FIELDS if name != "dlsn"]
         assert self.context.raw is not None
-        for state in self.runs:
-            summary = state.summary
-            if summary is None or not (summary.resent or state.entity_sinks):
-                continue
-            if state.source.rows > LOCAL_RUN_LIMIT:
-                if state.entity_sinks and not summary.resent:
-                    reason = wording.entity_not_judged(state.entity_sinks, LOCAL_RUN_LIMIT)
-                    state.local = {g: unknown(g, [reason], summary.events) for g in Guarantee}
-                continue
-            rows = (
-                self.context.raw.where(F.col("run") == state.number)
-                .orderBy("pos")
-                .select(*columns)
-                .toLocalIterator()
-            )
-            events = tuple(
-                Event(**{**row.asDict(), "kind": kinds.get(row["kind"], row["kind"])})
-                for row in rows
-            )
-            history = History(meta=state.source.meta, events=events)
-            state.local = {guarantee: check(history, guarantee) for guarantee in Guarantee}
+        rows = (
+            self.context.raw.where(F.col("run") == state.number)
+            .orderBy("pos")
+            .select(*columns)
+            .toLocalIterator()
+        )
+        events = tuple(
+            Event(**{**row.asDict(), "kind": kinds.get(row["kind"], row["kind"])}) for row in rows
+        )
+        history = History(meta=state.source.meta, events=events)
+        return {guarantee: check(history, guarantee) for guarantee in Guarantee}
+
+    def _judge_places_locally(self, codes: Mapping[int, set[str]]) -> None:
+        """Runs the Spark validator refused for a read at a place where its record was not
+        appended, or an append at an offset already acknowledged: the local checker names
+        those (``log-duplicate``, ``inconsistent-offsets``), so a run of at most
+        :data:`LOCAL_RUN_LIMIT` events is judged by it on the driver, a larger one is
+        UNKNOWN with a reason that says to."""
+        for number, found in codes.items():
+            # a run with resends too large for the driver keeps the resends' own reason
+            if found & _PLACE_CODES and "resent" not in found:
+                self._route_locally(self.runs[number])
+
+    def _route_locally(self, state: _Run) -> None:
+        """Judge ``state`` by the local rules on the driver (at most
+        :data:`LOCAL_RUN_LIMIT` events; larger: UNKNOWN, saying to check it locally)."""
+        if state.source.rows > LOCAL_RUN_LIMIT:
+            events = 0 if state.summary is None else state.summary.events
+            reason = wording.local_only_not_judged(LOCAL_RUN_LIMIT)
+            state.local = {g: unknown(g, [reason], events) for g in Guarantee}
+        else:
+            state.local = self._local_verdicts(state)
 
     # ------------------------------------------------------------------ validation
 
@@ -372,8 +405,9 @@ class _Checker:
                 "lost": int(row["lost"] or 0) if log and state.settled else 0,
             }
 
-    def _explain(self, q: Any, numbers: Sequence[int]) -> None:
-        """The validator's reasons for runs known to fail it."""
+    def _explain(self, q: Any, numbers: Sequence[int]) -> dict[int, set[str]]:
+        """The validator's reasons for runs known to fail it; returns each run's problem
+        codes."""
         rows = q.problems(self.context, numbers)
         summaries = {n: self.runs[n].summary for n in numbers}
         many_ends = [n for n, s in summaries.items() if s is not None and s.ends > 1]
@@ -407,6 +441,7 @@ class _Checker:
                     "could not say why; check it with the local checker"
                 ]
             state.reasons = messages
+        return {number: {str(row["code"]) for row in rows.get(number, [])} for number in numbers}
 
     # ------------------------------------------------------------------ phase one
 
@@ -484,7 +519,12 @@ class _Checker:
         unsure = [n for n in live if not self.runs[n].ordered_ok]
         for number in q.offset_violations(self.context, facts, unsure) if unsure else ():
             self.runs[number].invalid = True
-        valid = [n for n in live if not self.runs[n].invalid]
+        # an offset taken again by a second record while the first was read there: two
+        # records at one offset, which only the local rules name (inconsistent-offsets)
+        shared = [n for n in unsure if not self.runs[n].invalid]
+        for number in q.shared_places(facts, shared) if shared else ():
+            self._route_locally(self.runs[number])
+        valid = [n for n in live if not self.runs[n].invalid and self.runs[n].local is None]
         if not valid:
             return {}
         frames = self._record_frames(q, fused, facts, valid)
@@ -809,6 +849,9 @@ def _witnesses(
     if kind is AnomalyKind.OFFSET_AHEAD:
         detail = wording.past_lost(o.process, o.offset, partition, o.rid, o.record_offset)
         return [witness((o.rid,), o.ev, detail)]
+    if kind is AnomalyKind.NONMONOTONIC_POLL:
+        detail = wording.nonmonotonic_poll(o.process, o.offset, partition, o.low, o.before)
+        return [witness((), o.ev, detail)]
     assert kind is AnomalyKind.OFFSET_REGRESSION
     detail = wording.regression(o.process, o.offset, partition, o.low, o.before)
     return [witness((), o.ev, detail)]
@@ -975,21 +1018,24 @@ def _duplicates(effects: DataFrame) -> DataFrame:
 
 
 def _orders(parts: DataFrame) -> list[DataFrame]:
-    """skip, offset-ahead and offset-regression occurrences from the partition pass, as one
-    frame (the pass is computed once, whatever the tags it finds)."""
+    """skip, offset-ahead, offset-regression and nonmonotonic-poll occurrences from the
+    partition pass, as one frame (the pass is computed once, whatever the tags it finds)."""
     from pyspark.sql import functions as F
 
     tag = F.col("tag")
     pair = F.array(F.col("before"), F.col("pos"))
     read = F.when(F.col("before").isNull(), F.array(F.col("pos"))).otherwise(pair)
     kind = (
-        F.when(tag == "S", "skip").when(tag == "A", "offset-ahead").otherwise("offset-regression")
+        F.when(tag == "S", "skip")
+        .when(tag == "A", "offset-ahead")
+        .when(tag == "B", "nonmonotonic-poll")
+        .otherwise("offset-regression")
     )
     return [
         parts.select(
             *_head("", sub=F.when(tag == "A", "a").otherwise(""), kind=kind),
             F.when(tag == "A", read).otherwise(pair).alias("ev"),
-            F.when(tag == "G", F.array().cast("array<string>")).alias("rk"),
+            F.when(tag.isin("G", "B"), F.array().cast("array<string>")).alias("rk"),
             F.col("how").cast("long").alias("how"),
             F.col("off").alias("offset"),
             "process",

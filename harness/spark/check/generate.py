@@ -6,8 +6,12 @@ after each block of records), then breaks it at chosen places: a record whose ou
 shows (``lost``), an output shown twice (``duplicate``), an output of a record that was never
 appended (``unexpected``), a table value one off (``count-mismatch``), two outputs of a
 partition shown in swapped order (``nonmonotonic``), a read that is left out (``skip``), a
-commit beyond what was read (``offset-ahead``) and one below the stored offset
-(``offset-regression``). It returns a :class:`GeneratedHistory` that knows the exact counts
+commit beyond what was read (``offset-ahead``), one below the stored offset
+(``offset-regression``) and a reader that goes back to read part of a block again
+(``nonmonotonic-poll``). The anomalies of the log itself (``inconsistent-offsets``,
+``log-duplicate``) are not planted here: a run with them is judged on the driver by the
+local rules, which the drawn histories of :mod:`harness.strategies.histories` exercise.
+It returns a :class:`GeneratedHistory` that knows the exact counts
 every checker must report (:meth:`GeneratedHistory.expected`), so a test or a benchmark can
 check any size of history without a second checker.
 
@@ -75,6 +79,9 @@ class Plan:
     regressed: int = 0
     aborted: int = 0
     """Records whose (only) output was emitted in a transaction that aborted."""
+    rewound: int = 0
+    """Records the reader reads again, with the rest of their partition's block, right
+    after reading the block, with no fetch or seek between (a ``nonmonotonic-poll``)."""
 
     def __post_init__(self) -> None:
         for name in self.__slots__:
@@ -93,6 +100,7 @@ class Plan:
             + self.ahead
             + self.regressed
             + self.aborted
+            + self.rewound
         )
 
 
@@ -311,6 +319,7 @@ def _place(plan: Plan, *, blocks: int, block: int, partitions: int) -> _Placemen
         + [AnomalyKind.OFFSET_AHEAD] * plan.ahead
         + [AnomalyKind.OFFSET_REGRESSION] * plan.regressed
         + [AnomalyKind.ABORTED_READ] * plan.aborted
+        + [AnomalyKind.NONMONOTONIC_POLL] * plan.rewound
     )
     inner = blocks - 2
     for slot, kind in enumerate(kinds):
@@ -430,6 +439,19 @@ def _block(layout: _Layout, number: int, start: int, stop: int) -> Iterator[Any]
         yield out.table(count - 1, reads)
     else:
         yield out.table(count, reads)
+    if planted is not None and planted[0] is AnomalyKind.NONMONOTONIC_POLL:
+        # the reader goes back to the planted record and reads its partition's block again
+        again = pc.and_(
+            pc.greater_equal(index, planted[1]),
+            pc.equal(_remainder(pc, index, layout.partitions), planted[1] % layout.partitions)
+            if layout.partitions > 1
+            else pc.greater_equal(index, planted[1]),
+        )
+        reads = {
+            name: pc.filter(value, again) if name in common else value
+            for name, value in reads.items()
+        }
+        yield out.table(pc.sum(again.cast(pa.int64())).as_py(), reads)
     aborted = planted is not None and planted[0] is AnomalyKind.ABORTED_READ
     if aborted:  # the planted record's output is emitted in a transaction that aborts
         yield out.table(1, {"kind": "txn-begin", "process": 1, "txn": number})
@@ -574,6 +596,7 @@ def _answer(
         # a lost record's partition is committed past it: each loss is also an offset-ahead
         AnomalyKind.OFFSET_AHEAD: plan.ahead + plan.lost,
         AnomalyKind.OFFSET_REGRESSION: plan.regressed,
+        AnomalyKind.NONMONOTONIC_POLL: plan.rewound,
     }
     return GeneratedHistory(
         path=path,

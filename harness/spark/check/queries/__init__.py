@@ -30,6 +30,7 @@ from harness.spark.check.queries._anomalies import (
     partition_rows,
     partitions,
     past_lost,
+    shared_places,
     unsorted_partitions,
 )
 from harness.spark.check.queries._certify import certified
@@ -136,6 +137,7 @@ __all__ = [
     "problems",
     "record_totals",
     "records_between",
+    "shared_places",
     "unsorted_partitions",
     "with_flags",
 ]

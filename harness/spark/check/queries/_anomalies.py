@@ -1,6 +1,6 @@
 """The passes that find anomalies: the partition pass (skip, offset-ahead,
-offset-regression), ordered sinks (nonmonotonic), table aggregates (count-mismatch),
-aborted reads, unexpected and duplicated outputs (internal)."""
+offset-regression, nonmonotonic-poll), ordered sinks (nonmonotonic), table aggregates
+(count-mismatch), aborted reads, unexpected and duplicated outputs (internal)."""
 
 from __future__ import annotations
 
@@ -210,8 +210,9 @@ def partitions(
 ) -> DataFrame:
     """Pass 3, one shuffle by ``(run, partition)`` and one sort over ``rows`` (reads,
     fetches, commits, rollbacks and truncates: :data:`PARTITION_ROWS`): per partition in
-    event order, the checkpointed rows of ``skip`` (S), ``offset-ahead`` by commit (A) and
-    ``offset-regression`` (G), with the columns of :data:`_PARTITION_COLUMNS`.
+    event order, the checkpointed rows of ``skip`` (S), ``offset-ahead`` by commit (A),
+    ``offset-regression`` (G) and ``nonmonotonic-poll`` (B), with the columns of
+    :data:`_PARTITION_COLUMNS`.
     ``one_reader``: only one process reads and fetches in these runs, so its previous read
     is the partition's (else a second sort, by process, finds each process's own);
     ``truncates``: some run has ``truncate`` events."""
@@ -296,7 +297,12 @@ def _classified(sequenced: DataFrame) -> DataFrame:
         commit & ((best.isNull() & (off > 0)) | (best.isNotNull() & (off - 1 > best))), "A"
     )
     regression = commit & (F.col("stored") >= 0) & (off < F.col("stored"))
-    tags = F.filter(F.array(tag, F.when(regression, F.lit("G"))), lambda t: t.isNotNull())
+    # a read at or below the process's previous read, no fetch or seek between: it went back
+    backward = reading & (how == 2) & (off <= own_off)
+    tags = F.filter(
+        F.array(tag, F.when(regression, F.lit("G")), F.when(backward, F.lit("B"))),
+        lambda t: t.isNotNull(),
+    )
     classified = sequenced.select(
         "*", how.alias("how"), low.alias("low_"), start.alias("start_"), tags.alias("tags")
     )
@@ -310,13 +316,14 @@ def _classified(sequenced: DataFrame) -> DataFrame:
         "off",
         "process",
         F.when(kind == "S", F.col("how")).alias("how"),
-        F.when(kind == "S", F.col("own_pos"))
+        F.when(kind.isin("S", "B"), F.col("own_pos"))
         .when(kind == "A", F.col("best_first"))
         .when(kind == "G", F.col("stored_pos"))
         .alias("before"),
         F.when(kind == "S", F.col("low_"))
         .when(kind == "A", best)
         .when(kind == "G", F.col("stored"))
+        .when(kind == "B", own_off)
         .alias("low"),
         F.when(kind == "S", F.col("start_")).alias("start"),
     )
@@ -382,6 +389,26 @@ def offset_violations(context: QueryContext, facts: DataFrame, runs: Sequence[in
     rows = (
         appends.select("run", "app_pos", F.min("ack_first").over(above).alias("acked"))
         .where(F.col("acked") < F.col("app_pos"))
+        .select("run")
+        .distinct()
+        .collect()
+    )
+    return {int(row["run"]) for row in rows}
+
+
+def shared_places(facts: DataFrame, runs: Sequence[int]) -> set[int]:
+    """The runs where one offset of a partition is held by two records (each acknowledged
+    or read at its own append's place, the certificate of :func:`records`): an append took
+    an offset again whose first record was read there. One shuffle of the held records."""
+    held = facts.where(
+        F.col("run").isin(*runs)
+        & (F.col("n_app") == 1)
+        & ((F.col("ack_n") > 0) | F.col("read_last").isNotNull())
+    )
+    rows = (
+        held.groupBy("run", "app_pno", "app_off")
+        .agg(F.count(F.lit(1)).alias("n"))
+        .where(F.col("n") > 1)
         .select("run")
         .distinct()
         .collect()

@@ -41,6 +41,7 @@ KIND_CODES: Final = {kind.value: code for code, kind in enumerate(EventKind)}
 _K = {kind: code for code, kind in enumerate(EventKind)}
 APPEND: Final = _K[EventKind.APPEND]
 ACK: Final = _K[EventKind.ACK]
+INDETERMINATE: Final = _K[EventKind.INDETERMINATE]
 TRUNCATE: Final = _K[EventKind.TRUNCATE]
 ROLLBACK: Final = _K[EventKind.ROLLBACK]
 FETCH: Final = _K[EventKind.FETCH]
@@ -375,6 +376,13 @@ def _compact(raw: DataFrame) -> DataFrame:
         (
             (kc == APPEND) & F.coalesce(F.col("detail") == AppendDetail.RESENT.value, F.lit(False))
         ).alias("resent"),
+        (
+            (kc == INDETERMINATE)
+            | (
+                (kc == APPEND)
+                & F.coalesce(F.col("detail") == AppendDetail.RETRIED.value, F.lit(False))
+            )
+        ).alias("local_only"),
         F.when(kc == END, F.col("detail")).alias("ed"),
         "bad",
     )

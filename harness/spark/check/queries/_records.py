@@ -98,6 +98,9 @@ class Summary:
     resent: int = 0
     """Appends of a record id again (an upstream's resends)."""
     rollbacks: int = 0
+    local_only: int = 0
+    """Producer retries (``retried`` appends) and ``indeterminate`` sends, which only the
+    local checker's rules judge."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +266,7 @@ def _summary(row: Any, end_detail: str | None) -> Summary:
         truncates=int(row["n_truncate"]),
         one_reader=row["reader_lo"] == row["reader_hi"],
         resent=int(row["n_resent"]),
+        local_only=int(row["n_local"]),
         rollbacks=int(row["n_rollback"]),
     )
 
@@ -299,6 +303,7 @@ def _grained(context: QueryContext) -> DataFrame:
         F.when(kc == APPEND, F.col("poison")).alias("poison"),
         "redelivered",
         "resent",
+        "local_only",
         "ed",
         "bad",
     )
@@ -422,6 +427,7 @@ def _counters() -> list[Column]:
         F.count(F.lit(1)).alias("n"),
         F.count_if(F.col("bad")).alias("bad_events"),
         F.count_if(F.col("resent")).alias("n_resent"),
+        F.count_if(F.col("local_only")).alias("n_local"),
         F.min(_when(READ, "process")).alias("read_proc_lo"),
         F.max("pos").alias("t_pos"),
     ]
@@ -524,6 +530,7 @@ def _totals(groups: DataFrame) -> DataFrame:
         F.count_if(controls(TRUNCATE)).alias("n_truncate"),
         F.count_if(controls(ROLLBACK)).alias("n_rollback"),
         F.coalesce(F.sum("n_resent"), F.lit(0)).alias("n_resent"),
+        F.coalesce(F.sum("n_local"), F.lit(0)).alias("n_local"),
         F.least(F.min(F.when(record, F.col("read_proc_lo"))), F.min(fetch_process)).alias(
             "reader_lo"
         ),
