@@ -357,7 +357,7 @@ def test_the_quickstart_fails_with_a_readable_counterexample_then_passes_when_fi
             "*",
             "    def test_forward_delivers_at_least_once(harness_explore):",
             '>       harness_explore(forward, guarantee="at-least-once")',
-            "E       harness.engine.results.CounterexampleFound: at-least-once does NOT hold for "
+            "E       harness.CounterexampleFound: at-least-once does NOT hold for "
             "processor:forward (memory backend): INVALID",
             "E       INVALID under at-least-once",
             lit(
@@ -405,7 +405,7 @@ def test_the_quickstart_fails_with_a_readable_counterexample_then_passes_when_fi
     again.stdout.fnmatch_lines(
         [
             "harness: replaying .harness/failures/forward-*.json (processor:forward, 3 steps)",
-            "E       harness.engine.results.CounterexampleFound: at-least-once does NOT hold for "
+            "E       harness.CounterexampleFound: at-least-once does NOT hold for "
             "processor:forward (memory backend): INVALID, replaying "
             ".harness/failures/forward-*.json",
             "E       schedule (3 steps):",

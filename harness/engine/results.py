@@ -87,6 +87,11 @@ class CounterexampleFound(HarnessError, AssertionError):
         super().__init__(f"{count} distinct problems found\n\n" + "\n\n".join(parts))
 
 
+CounterexampleFound.__module__ = "harness"
+"""Named by its public home in tracebacks (pytest's ``E harness.CounterexampleFound: ...``)
+and pickles: ``harness.CounterexampleFound`` is this class."""
+
+
 @dataclass(frozen=True, slots=True)
 class Exploration:
     """A passing exploration: how many schedules were run, from which seed, and the fault
