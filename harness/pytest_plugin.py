@@ -765,8 +765,8 @@ class _TerminalProgress:
     form that fits (none if none does), and is taken back with backspaces and spaces before
     the exploration returns or raises: the cursor is then where pytest left it, the line holds
     only what pytest wrote, and pytest's next status letter or ``PASSED``/``FAILED`` lands
-    where it would have. It is written with the reporter's ``write_raw``, so pytest's own
-    account of the line (where its ``[ NN%]`` goes) is unchanged, and it never writes a
+    where it would have. It goes through the reporter's own writer (as ``write_raw`` does), so
+    pytest's account of the line (where its ``[ NN%]`` goes) is unchanged; it never writes a
     carriage return or a newline. It appears once the exploration has run :attr:`delay`
     seconds, so quick tests show nothing. Should pytest's line change under it (a plugin
     writing through the reporter mid-test), it stops drawing and leaves that line alone.
@@ -837,8 +837,8 @@ class _TerminalProgress:
         """Put ``text`` where the previous text was; spaces over what it does not cover."""
         spill = max(self._width - len(text), 0)
         shown = self._writer.markup(text, light=True) if text else ""
-        self._reporter.write_raw("\b" * self._width + shown + " " * spill + "\b" * spill)
-        self._reporter.flush()
+        # what the reporter's write_raw (pytest >= 8.1) does: its writer keeps the line's width
+        self._writer.write("\b" * self._width + shown + " " * spill + "\b" * spill, flush=True)
         self._width = len(text)
 
     def close(self) -> None:

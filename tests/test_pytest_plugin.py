@@ -145,7 +145,7 @@ def test_options_and_ini_values_are_documented_in_one_group(pytester: pytest.Pyt
             "  --harness-run-calls=N*",
             "  --harness-run-seconds=S*",
             "  --harness-backend=NAME*",
-            "  --harness-report-dir=DIR, --harness-report=DIR*",
+            "  --harness-report-dir*, --harness-report=DIR*",  # 3.13: the metavar once
             "  --harness-max-problems=N*",
             "  --harness-replay=FILE*",
         ]
