@@ -837,9 +837,19 @@ class _TerminalProgress:
         """Put ``text`` where the previous text was; spaces over what it does not cover."""
         spill = max(self._width - len(text), 0)
         shown = self._writer.markup(text, light=True) if text else ""
-        # what the reporter's write_raw (pytest >= 8.1) does: its writer keeps the line's width
-        self._writer.write("\b" * self._width + shown + " " * spill + "\b" * spill, flush=True)
+        self._write_raw("\b" * self._width + shown + " " * spill + "\b" * spill)
         self._width = len(text)
+
+    def _write_raw(self, text: str) -> None:
+        """``text`` to the terminal as it is, outside pytest's account of the line (its
+        width stays what pytest wrote): the writer's ``write_raw`` (pytest >= 8.1), else the
+        file it writes to (pytest 8.0, whose ``write`` would count the text in)."""
+        raw = getattr(self._writer, "write_raw", None)
+        if raw is not None:
+            raw(text, flush=True)
+            return
+        self._writer._file.write(text)
+        self._writer.flush()
 
     def close(self) -> None:
         """Take the text back: spaces over it, the cursor where pytest left it."""
