@@ -99,6 +99,46 @@ def test_the_plan_is_deterministic_and_has_no_duplicate_schedules() -> None:
     assert not any(Fault.REORDER in p.faults for p in first.schedules)
 
 
+def test_the_singles_take_turns_so_a_short_budget_tries_every_kind_and_workload() -> None:
+    """Crashes take every other place, in turn over the workloads and shapes; the other
+    kinds take the places between, in turn: a budget that stops part-way (dev: 225 planned
+    schedules) has tried each kind and each workload, not one kind's every point first."""
+    for name in ("entity_rows_on_completion", "merged_batch_last_partition"):
+        bug = PITFALLS[name]
+        found = plan(bug.processor, bug.topology)
+        assert found == plan(bug.processor, bug.topology)  # same processor, same order
+        singles = [p for p in found.schedules if not p.pair]
+        kinds = {p.faults[0] for p in singles}
+        # the first is the crash after the whole volume; then crash, another kind, ...
+        assert {p.faults[0] for p in singles[: 1 + 2 * len(kinds)]} == kinds, name
+        crashes = [p for p in singles if p.faults == (Fault.CRASH,)]
+        used = {p.point.workload for p in crashes}
+        assert {p.point.workload for p in crashes[: 1 + len(used)]} == used, name
+
+
+def test_a_stale_row_after_a_reorder_is_found_within_the_dev_budget() -> None:
+    """The entity table's bug needs the third completion first (a reorder's second pick) at
+    the first choice. A second pick at the point of a first one counted as a repeat, and the
+    reorders came after every crash, machine crash and takeover: planned schedule 264, past
+    the dev budget's 225, and the drawn phase missed it on every seed."""
+    bug = PITFALLS["entity_rows_on_completion"]
+    with pytest.raises(CounterexampleFound) as caught:
+        explore(
+            bug.processor,
+            guarantee=bug.guarantee,
+            topology=bug.topology,
+            profile="dev",
+            failures_dir=None,
+        )
+    failure = caught.value.failure
+    assert failure.first_failure_example <= failure.coverage.systematic  # found systematically
+    assert {a.kind for a in failure.verdict.anomalies} & bug.expected
+    assert bug.twin is not None
+    twin = PITFALLS[bug.twin]
+    _, verdict = run_once(twin.processor, failure.schedule, twin.guarantee, topology=twin.topology)
+    assert verdict.status is Status.VALID, verdict.summary()
+
+
 def test_a_probe_names_the_calls_a_processor_makes() -> None:
     toy = TOYS["process_then_commit"]
     (one_partition, *_) = workloads(toy.topology)

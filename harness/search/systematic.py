@@ -17,7 +17,7 @@ and interleaved partitions) and keeps only their points that reach a context not
 did, with crashes and reorders there. :func:`plan` turns the probes into schedules:
 
 * **singles**: one fault of each applicable kind before each point (the volume workload's
-  come first, then the small workloads'; a crash, a machine
+  new paths come first; a crash, a machine
   crash, a duplicate delivery, a lost acknowledgement, a reorder, a timer tick, a takeover
   followed by the new owner or by the zombie, a retention truncation, an upstream resend
   when the topology's upstream resends, a producer crash);
@@ -29,17 +29,21 @@ did, with crashes and reorders there. :func:`plan` turns the probes into schedul
 Equivalent schedules are planned once: a fault that only takes effect at the next call of
 some kind (a duplicate at the next read, a lost acknowledgement at the next sink write, a
 reorder at the next choice) is placed once per such call, and a fault that cannot apply (a
-tick with no timer, a reorder with no choice) is not planned. Singles come first, crashes
-first among them; pairs follow in a round-robin of their families, so a budget that stops
-part-way still covers every family.
+tick with no timer, a reorder with no choice) is not planned. Singles and pairs alternate,
+each in order of novelty (a fault in a context already tried comes after every new one).
+Among the singles of one novelty, crashes take every other place, the workloads and shapes
+taking turns, and the other kinds take the places between, taking turns; pairs take turns
+over their families. So a budget that stops part-way (the dev profile's) has tried every
+fault kind, every workload and every pair family at their newest points, not one kind's
+every point before the next kind's first.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import zip_longest
+from itertools import groupby, zip_longest
 from types import FrameType, MappingProxyType
 from typing import Final
 
@@ -481,25 +485,65 @@ def _volume_points(big: Probe, number: int, known: set[tuple[str, str]]) -> list
 
 def _novel_first(planned: Iterable[Planned]) -> list[Planned]:
     """Singles and pairs alternately, each in order of novelty: a schedule whose faults met
-    the same context (the calls around them, in the same workload) before comes after every
-    schedule with a new one.
+    the same context (the calls around them, in the same workload, with the same reorder
+    pick) before comes after every schedule with a new one; among the singles of one
+    novelty, the fault kinds and the workloads take turns (:func:`_in_turn`).
     Measured on the catalogue (``bench/bench_detection.py``), this finds the bugs that need a
     pair without delaying the ones a single fault shows."""
     planned = list(planned)
-    singles = _by_novelty(p for p in planned if not p.pair)
-    pairs = _by_novelty(p for p in planned if p.pair)
+    singles = _in_turn(_by_novelty([p for p in planned if not p.pair], picks=True))
+    pairs = [p for _, p in _by_novelty([p for p in planned if p.pair], picks=False)]
     return [p for row in zip_longest(singles, pairs) for p in row if p is not None]
 
 
-def _by_novelty(planned: Iterable[Planned]) -> list[Planned]:
+def _by_novelty(planned: Sequence[Planned], *, picks: bool) -> list[tuple[int, Planned]]:
+    """(rank, schedule) in order of rank, stable: a schedule's rank is how many before it
+    injected the same fault(s) in the same context of the same workload (and, with
+    ``picks``, the same reorder picks: another pick is another order of completion, not a
+    repeat)."""
     seen: dict[tuple[object, ...], int] = {}
     ranked = []
     for index, p in enumerate(planned):
-        key = (p.faults, p.context, p.point.workload)
+        key: tuple[object, ...] = (p.faults, p.context, p.point.workload)
+        if picks:
+            key += (tuple(s.pick for s in p.schedule.steps if isinstance(s, Reorder)),)
         rank = seen.get(key, 0)
         seen[key] = rank + 1
         ranked.append((rank, index, p))
-    return [p for *_, p in sorted(ranked, key=lambda r: r[:2])]
+    return [(rank, p) for rank, _, p in sorted(ranked, key=lambda r: r[:2])]
+
+
+def _in_turn(ranked: Sequence[tuple[int, Planned]]) -> list[Planned]:
+    """The singles of each rank so that every fault kind and every workload gets early
+    points, wherever the budget stops: crashes (the fault most bugs need) take every other
+    place, the workloads taking turns (the small ones, the shapes, the volume burst's
+    sample); the other kinds take the places between, taking turns in :data:`_ORDER`
+    (each kind's own schedules in their planned order). Before, each kind came after the
+    whole of the previous one, and a dev budget could end before the reorders began."""
+    found: list[Planned] = []
+    for _, group in groupby(ranked, key=lambda r: r[0]):
+        same = [p for _, p in group]
+        crashes = _turns([p for p in same if p.faults[0] is Fault.CRASH], _workload)
+        others = _turns([p for p in same if p.faults[0] is not Fault.CRASH], _kind)
+        found += [p for row in zip_longest(crashes, others) for p in row if p is not None]
+    return found
+
+
+def _workload(planned: Planned) -> object:
+    return planned.point.workload
+
+
+def _kind(planned: Planned) -> object:
+    return planned.faults[0]
+
+
+def _turns(planned: Sequence[Planned], key: Callable[[Planned], object]) -> list[Planned]:
+    """``planned`` round-robin over its groups by ``key``, the groups in order of their
+    first schedule, each group's schedules in order."""
+    groups: dict[object, list[Planned]] = {}
+    for p in planned:
+        groups.setdefault(key(p), []).append(p)
+    return [p for row in zip_longest(*groups.values()) for p in row if p is not None]
 
 
 _ORDER: Final = (
