@@ -87,7 +87,9 @@ def test_declared_parts_make_the_audit_row_wanted_and_its_loss_found() -> None:
 
 
 def test_declared_parts_both_flushed_before_the_offset_hold() -> None:
-    _, verdict = run_once(audit_before_offset, CRASH_BEFORE_AUDIT, "at-least-once", topology=AUDITED)
+    _, verdict = run_once(
+        audit_before_offset, CRASH_BEFORE_AUDIT, "at-least-once", topology=AUDITED
+    )
     assert verdict.status is Status.VALID, verdict.summary()
     explore(
         audit_before_offset,
