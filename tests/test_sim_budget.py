@@ -10,11 +10,13 @@ budget of a few hundredths of a second, so no test waits longer than that.
 
 from __future__ import annotations
 
+import _signal
 import contextlib
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +31,7 @@ from harness.engine import CounterexampleFound, Replay, explore, replay, run_onc
 from harness.errors import ConfigError
 from harness.faults import Crash, Produce, Run, Schedule, Tick
 from harness.history import EventKind, History
-from harness.sim import Context, RunBudget, Topology, simulate
+from harness.sim import Context, RunBudget, Topology, budget, simulate
 from harness.sim.budget import _inside_harness as inside_harness
 from harness.sim.simulator import _body
 
@@ -351,3 +353,45 @@ def test_explore_of_a_spinning_processor_ends_with_an_unknown_report() -> None:
     failure = found.value.failure
     assert failure.verdict.status is Status.UNKNOWN
     assert "over the run budget (1000000 calls, 0.05 s)" in str(found.value)
+
+
+# -- the backstop thread: woken by a deadline only when it comes first --------------------------
+
+_C_SETITIMER = _signal.setitimer  # bound before any run: the run's guard cannot interpose it
+
+
+def test_the_backstop_fires_in_a_run_after_one_with_a_later_deadline() -> None:
+    """A run with a long budget leaves the backstop thread waiting for a late deadline; the
+    next run's earlier one must wake it, or a processor that disarmed its timer behind the
+    guard's back would run on."""
+    run_once(process_then_commit, Schedule([Produce(count=1), Run(5)]), ALO)  # 60 s budget
+
+    def disarms(ctx: Context) -> None:
+        ctx.offsets.get(P)
+        _C_SETITIMER(signal.ITIMER_REAL, 0)  # the watchdog's timer, off
+        while True:
+            pass
+
+    history, verdict = run_once(disarms, Schedule([Produce(count=1), Run(5)]), ALO, budget=TINY)
+    assert verdict.status is Status.UNKNOWN
+    assert "the time budget ran out" in _end(history)
+
+
+def test_a_later_deadline_does_not_wake_the_backstop_thread() -> None:
+    """Each run's deadline comes after the one the thread already waits for: waking it every
+    run would let it take the GIL at the run's first blocking call. (The test plays the
+    thread: it says when the thread wakes next.)"""
+    backstop = budget._Backstop()
+    backstop._thread = threading.current_thread()  # no thread of its own
+    woken: list[int] = []
+    backstop._cond.notify = lambda n=1: woken.append(n)  # type: ignore[method-assign]
+    dog = budget.Watchdog(60.0, greenlet.getcurrent(), BOUNDARY)
+    now = time.monotonic()
+    backstop.watch(dog, now + 60)  # the thread is not waiting yet
+    assert len(woken) == 1
+    backstop._wake = now + 60 + budget._GRACE  # it waits for that deadline
+    backstop.forget(dog)
+    backstop.watch(dog, now + 61)  # the next run's, later
+    assert len(woken) == 1
+    backstop.watch(dog, now + 1)  # earlier than the one it waits for
+    assert len(woken) == 2

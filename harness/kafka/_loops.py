@@ -14,17 +14,24 @@ thread (greenlets), and asyncio keeps its *running* loop and its *current* loop
   tasks still in it), and a takeover's successor does not find its zombie's loop running.
 
 * a loop with only timers pending moves its clock on at once (:class:`_NoWaitSelector`):
-  the simulated world has no clock, and ``asyncio.sleep`` back-offs would cost real time.
+  the simulated world has no clock, and ``asyncio.sleep`` back-offs would cost real time;
+* a new loop of the default policy (what ``asyncio.run`` and ``new_event_loop()`` make) is a
+  new loop object with its own state, but its operating-system resources, the self-pipe
+  socket pair and the epoll instance, are idle ones a closed loop gave back when there are
+  (:func:`_new_loop`): making and closing them costs more than the rest of the loop, and an
+  empty socket pair and an epoll instance watching nothing are as good as new ones.
 
 Nothing here imports asyncio: an application that never imports it pays nothing.
 """
 
 from __future__ import annotations
 
+import selectors
 import sys
 import time
+import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from harness.sim.simulator import InstanceCrashed
 
@@ -100,13 +107,137 @@ def switching(
         events._set_running_loop(loop)
 
 
+_SPARE: Final = 4
+"""How many idle self-pipes and epoll instances of closed loops are kept for new loops."""
+
+_PIPES: list[tuple[Any, Any]] = []
+_EPOLLS: list[Any] = []
+
+
+def _make_self_pipe(loop: Any) -> None:
+    """``BaseSelectorEventLoop._make_self_pipe`` (Python 3.10 to 3.13), on a spare pair."""
+    try:
+        ssock, csock = _PIPES.pop()
+    except IndexError:
+        import socket
+
+        ssock, csock = socket.socketpair()
+        ssock.setblocking(False)
+        csock.setblocking(False)
+    loop._ssock, loop._csock = ssock, csock
+    loop._internal_fds += 1
+    loop._add_reader(ssock.fileno(), loop._read_from_self)
+
+
+def _close_self_pipe(loop: Any) -> None:
+    """``BaseSelectorEventLoop._close_self_pipe``; the pair is kept when it is idle: no
+    signal handler of the loop (its write end may be the signal wakeup fd), nothing unread."""
+    ssock, csock = loop._ssock, loop._csock
+    loop._remove_reader(ssock.fileno())
+    loop._ssock = loop._csock = None
+    loop._internal_fds -= 1
+    if len(_PIPES) < _SPARE and not getattr(loop, "_signal_handlers", None) and _drained(ssock):
+        _PIPES.append((ssock, csock))
+    else:
+        ssock.close()
+        csock.close()
+
+
+def _drained(sock: Any) -> bool:
+    """Read what is left in a self-pipe (a wake-up nobody read); False if it is broken."""
+    try:
+        while sock.recv(4096):
+            pass
+    except (BlockingIOError, InterruptedError):
+        return True
+    except OSError:
+        return False
+    return False  # the other end is closed
+
+
+if sys.platform == "linux":
+
+    class _Epoll(selectors.EpollSelector):
+        """asyncio's default selector on Linux, on a spare epoll instance when there is one;
+        a closed one gives its epoll instance back when it watches nothing."""
+
+        @staticmethod
+        def _selector_cls() -> Any:
+            try:
+                return _EPOLLS.pop()
+            except IndexError:
+                import select
+
+                return select.epoll()
+
+        def close(self) -> None:
+            me: Any = self  # the selector's private state
+            epoll = me._selector
+            if me._fd_to_key or len(_EPOLLS) >= _SPARE or epoll.closed:
+                super().close()
+                return
+            selectors._BaseSelectorImpl.close(self)  # forget the keys, keep the instance
+            _EPOLLS.append(epoll)
+
+    def _selector() -> Any:
+        """The selector a new loop gets (None: the default one)."""
+        default: Any = selectors.DefaultSelector
+        return _Epoll() if default is selectors.EpollSelector else None
+
+else:
+
+    def _selector() -> Any:
+        return None
+
+
+class _Factory:
+    """The default policy's ``_loop_factory`` while instances run: :func:`_new_loop`."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+
+    def __call__(self) -> Any:
+        return _new_loop(self.cls)
+
+
+def _new_loop(cls: Any) -> Any:
+    """A new ``cls()`` (the policy's loop class) whose self-pipe and selector are spare ones
+    when there are (they are given back when it closes)."""
+    loop = cls.__new__(cls)
+    loop._make_self_pipe = types.MethodType(_make_self_pipe, loop)
+    loop._close_self_pipe = types.MethodType(_close_self_pipe, loop)
+    cls.__init__(loop, _selector())
+    return loop
+
+
+def _recycle(policy: Any, on: bool) -> None:
+    """Let ``policy`` (the default one) make its loops with :func:`_new_loop` (``on``), or
+    stop it; a policy of another kind (uvloop's, a proactor's) is left alone."""
+    mine = isinstance(vars(policy).get("_loop_factory"), _Factory)
+    if not on:
+        if mine:
+            del policy._loop_factory
+        return
+    base: Any = sys.modules.get("asyncio.selector_events")
+    cls = getattr(type(policy), "_loop_factory", None)
+    if mine or base is None or not isinstance(cls, type):
+        return
+    if issubclass(cls, base.BaseSelectorEventLoop) and "_loop_factory" not in vars(policy):
+        policy._loop_factory = _Factory(cls)
+
+
+def _policy() -> Any:
+    """The thread's event loop policy, if asyncio is imported."""
+    events: Any = sys.modules.get("asyncio.events")
+    return None if events is None else events.get_event_loop_policy()
+
+
 def _local() -> Any:
     """The default policy's per-thread state (``_loop``, ``_set_called``), if asyncio is
     imported and the policy has one."""
-    events: Any = sys.modules.get("asyncio.events")
-    if events is None:
-        return None
-    return getattr(events.get_event_loop_policy(), "_local", None)
+    return getattr(_policy(), "_local", None)
 
 
 _OUTER: list[tuple[Any, bool]] = []
@@ -147,7 +278,10 @@ class LoopScope:
         if first:
             fd = _wakeup_fd()
             _WAKEUP[:] = [] if fd is None else [fd]
-        local = _local()
+        policy = _policy()
+        if policy is not None:
+            _recycle(policy, True)
+        local = getattr(policy, "_local", None)
         if local is None:
             return
         if first:
@@ -167,6 +301,10 @@ class LoopScope:
                 loop.close()
         if alone and _WAKEUP:
             _wakeup_fd(_WAKEUP.pop())
+        if alone:
+            policy = _policy()
+            if policy is not None:
+                _recycle(policy, False)
         if local is not None and alone:
             local._loop, local._set_called = outer
             _OUTER.clear()

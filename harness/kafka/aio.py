@@ -201,26 +201,43 @@ class _Waiting:
         self._stopped = stopped
         self._idle = False
 
-    async def __call__(self, take: Callable[[], Any], may_be_empty: bool) -> Any:
+    def first(self, take: Callable[[], Any], may_be_empty: bool) -> Any:
+        """The wait's first look, which needs no await: what the call returns at once, or
+        :data:`_WAIT` (await :meth:`more`)."""
+        got = take()
+        if got:
+            self._idle = False
+            return got
+        if self._stopped() or (may_be_empty and not self._idle):
+            self._idle = True
+            return got
+        return _WAIT
+
+    async def more(self, take: Callable[[], Any], may_be_empty: bool) -> Any:
+        """The rest of the wait, after a :meth:`first` look that found nothing."""
         rt = self._rt
         loop = asyncio.get_running_loop()
         yields = 0
         while True:
-            got = take()
-            if got:
-                self._idle = False
-                return got
-            if self._stopped() or (may_be_empty and not self._idle):
-                self._idle = True
-                return got
             if _ready_work(loop) or (rt.stopping and yields < _IDLE_YIELDS):
                 yields += 1
                 await asyncio.sleep(0)
-                continue
-            if rt.stopping:
+            elif rt.stopping:
                 raise KeyboardInterrupt  # shut down and still waiting: a second SIGINT
-            park_loop(rt, loop)
-            yields = 0
+            else:
+                park_loop(rt, loop)
+                yields = 0
+            got = self.first(take, may_be_empty)
+            if got is not _WAIT:
+                return got
+
+    async def __call__(self, take: Callable[[], Any], may_be_empty: bool) -> Any:
+        got = self.first(take, may_be_empty)
+        return await self.more(take, may_be_empty) if got is _WAIT else got
+
+
+_WAIT: Final = object()
+"""What :meth:`_Waiting.first` returns when the call has to wait."""
 
 
 def park_loop(rt: Runtime, loop: asyncio.AbstractEventLoop) -> None:
@@ -254,9 +271,11 @@ class Sender:
         self._due: asyncio.Handle | None = None
         self._pending: list[asyncio.Future[Any]] = []
 
-    def track(self, future: asyncio.Future[Any]) -> None:
+    def track(self, future: asyncio.Future[Any], schedule: bool = True) -> None:
+        """Wait for ``future``'s delivery; ``schedule=False``: :meth:`run_now` follows at
+        once (the callback it would cancel is not made)."""
         self._pending.append(future)
-        if self._due is None:
+        if schedule and self._due is None:
             self._due = future.get_loop().call_soon(self._run)
 
     def run_now(self) -> None:
@@ -561,7 +580,9 @@ class AIOKafkaConsumer:
             record = self._record(only)
             return [] if record is None else [record]
 
-        got = await self._wait(one, False)
+        got = self._wait.first(one, False)  # a record is there: no coroutine to await
+        if got is _WAIT:
+            got = await self._wait.more(one, False)
         if not got:
             raise ConsumerStoppedError()
         return got[0]  # type: ignore[no-any-return]
@@ -584,7 +605,9 @@ class AIOKafkaConsumer:
                 count += 1
             return records
 
-        result: dict[Any, list[ConsumerRecord]] = await self._wait(batch, True)
+        result: dict[Any, list[ConsumerRecord]] = self._wait.first(batch, True)
+        if result is _WAIT:
+            result = await self._wait.more(batch, True)
         return result
 
     def __aiter__(self) -> AIOKafkaConsumer:
@@ -669,6 +692,17 @@ class AIOKafkaProducer:
         timestamp_ms: int | None = None,
         headers: Iterable[tuple[str, bytes]] | None = None,
     ) -> asyncio.Future[Any]:
+        return self._send(topic, value, key, partition, headers, True)
+
+    def _send(
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        headers: Iterable[tuple[str, bytes]] | None,
+        schedule: bool,
+    ) -> asyncio.Future[Any]:
         if not self._started:
             raise IllegalStateError("Producer is not started: call start() first")
         if self._value_ser is not None:
@@ -704,13 +738,19 @@ class AIOKafkaProducer:
             tp = TopicPartition(topic, partition or 0)
             future.set_result(RecordMetadata(topic, tp.partition, tp, -1, -1, 0, 0))
         else:
-            self._sender.track(future)
+            self._sender.track(future, schedule)
         return future
 
     async def send_and_wait(
-        self, topic: str, value: Any = None, key: Any = None, **kwargs: Any
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Iterable[tuple[str, bytes]] | None = None,
     ) -> Any:
-        future = await self.send(topic, value, key, **kwargs)
+        future = self._send(topic, value, key, partition, headers, False)
         if not future.done():
             self._sender.run_now()
         return await future

@@ -182,22 +182,28 @@ class _Backstop:
     """One daemon thread for the process: past a main-thread watchdog's deadline, while the
     run goes on with its timer disarmed, it sends ``SIGALRM`` to the main thread every
     :data:`_GRACE` seconds, so the run stops even if the processor switched the timer off
-    behind :mod:`harness.sim.exits`'s back."""
+    behind :mod:`harness.sim.exits`'s back. A new deadline wakes it only when it comes
+    before the thread's next wake-up: waking it at every run would make it take the GIL at
+    the run's first blocking call, which on a loaded machine costs the run a wait for the OS
+    to schedule the thread (the runs of an asyncio application make such calls at once)."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._deadlines: dict[Watchdog, float] = {}
         self._thread: threading.Thread | None = None
+        self._wake = 0.0
+        """When the thread wakes next (0: it is not waiting); read and set under the lock."""
 
     def watch(self, dog: Watchdog, deadline: float) -> None:
         with self._cond:
-            self._deadlines[dog] = deadline + _GRACE
+            due = self._deadlines[dog] = deadline + _GRACE
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._loop, name="harness-watchdog", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify()
+            if due < self._wake or not self._wake:
+                self._cond.notify()
 
     def forget(self, dog: Watchdog) -> None:
         with self._cond:
@@ -213,8 +219,10 @@ class _Backstop:
                         self._deadlines[dog] = now + _GRACE
                         if main is not None and dog.fire():  # under the lock: see forget
                             signal.pthread_kill(main, signal.SIGALRM)
-                wait = min(self._deadlines.values(), default=now + 3600) - now
-                self._cond.wait(max(wait, 0.001))
+                wait = max(min(self._deadlines.values(), default=now + 3600) - now, 0.001)
+                self._wake = now + wait
+                self._cond.wait(wait)
+                self._wake = 0.0
 
 
 _BACKSTOP: Final = _Backstop()

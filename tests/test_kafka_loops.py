@@ -1,0 +1,124 @@
+"""The event loops of processor instances (harness.kafka._loops): a new loop of the default
+policy is a new loop, on the idle self-pipe and epoll instance of a closed one when there
+are; what a real process could observe of them (a wake-up from another thread, a signal
+handler, a wake-up nobody read) is as for loops of their own."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+import pytest
+
+from harness.kafka import _loops
+from harness.kafka._loops import LoopScope
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the loops recycle on Linux")
+
+
+@pytest.fixture
+def scope() -> Any:
+    """One live instance's loop scope (the policy makes recycling loops meanwhile)."""
+    scope = LoopScope()
+    scope.enter(first=True)
+    try:
+        yield scope
+    finally:
+        scope.leave(alone=True)
+
+
+def _resources(loop: Any) -> tuple[Any, Any]:
+    return loop._ssock, loop._selector._selector
+
+
+def test_a_new_loop_reuses_the_idle_resources_of_a_closed_one(scope: LoopScope) -> None:
+    first = asyncio.new_event_loop()
+    assert type(first) is type(asyncio.get_event_loop_policy())._loop_factory  # type: ignore[attr-defined]
+    ssock, epoll = _resources(first)
+    first.close()
+    second = asyncio.new_event_loop()
+    try:
+        assert second is not first and not second.is_closed()
+        assert _resources(second) == (ssock, epoll)
+        assert second.run_until_complete(asyncio.sleep(0, "ran")) == "ran"
+    finally:
+        second.close()
+
+
+def test_a_recycled_self_pipe_is_drained_and_still_wakes_its_loop(scope: LoopScope) -> None:
+    first = asyncio.new_event_loop()
+    first.call_soon_threadsafe(lambda: None)  # a wake-up byte nobody reads
+    ssock, _ = _resources(first)
+    first.close()
+    second = asyncio.new_event_loop()
+    try:
+        assert second._ssock is ssock  # type: ignore[attr-defined]
+        with pytest.raises(BlockingIOError):
+            ssock.recv(1)  # nothing left over for the new loop
+
+        async def woken_from_a_thread() -> str:
+            future = second.create_future()
+            threading.Thread(
+                target=second.call_soon_threadsafe, args=(future.set_result, "woken")
+            ).start()
+            return await future  # type: ignore[no-any-return]
+
+        assert second.run_until_complete(woken_from_a_thread()) == "woken"
+    finally:
+        second.close()
+
+
+def test_a_loop_that_handled_signals_closes_its_own_pipe(scope: LoopScope) -> None:
+    before = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(before)
+    got: list[str] = []
+    loop = asyncio.new_event_loop()
+    try:
+        loop.add_signal_handler(signal.SIGUSR1, got.append, "signalled")
+
+        async def signalled() -> None:
+            os.kill(os.getpid(), signal.SIGUSR1)
+            while not got:
+                await asyncio.sleep(0)
+
+        loop.run_until_complete(signalled())
+        assert got == ["signalled"]
+        ssock, _ = _resources(loop)
+    finally:
+        loop.close()
+    assert ssock.fileno() == -1  # its write end was the signal wakeup fd: not given out again
+    assert all(pair[0] is not ssock for pair in _loops._PIPES)
+    assert signal.set_wakeup_fd(before) == before
+
+
+def test_a_selector_still_watching_a_socket_is_closed_for_good(scope: LoopScope) -> None:
+    import socket
+
+    loop = asyncio.new_event_loop()
+    ours, theirs = socket.socketpair()
+    try:
+        loop.add_reader(ours.fileno(), lambda: None)  # left registered
+        _, epoll = _resources(loop)
+        loop.close()
+        assert epoll.closed and epoll not in _loops._EPOLLS
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def test_the_policy_makes_its_own_loops_again_after_the_run() -> None:
+    policy = asyncio.get_event_loop_policy()
+    scope = LoopScope()
+    scope.enter(first=True)
+    assert isinstance(vars(policy).get("_loop_factory"), _loops._Factory)
+    scope.leave(alone=True)
+    assert "_loop_factory" not in vars(policy)
+    loop = asyncio.new_event_loop()
+    try:
+        assert "_make_self_pipe" not in vars(loop)  # a plain loop outside a run
+    finally:
+        loop.close()
