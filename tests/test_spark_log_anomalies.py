@@ -1,6 +1,7 @@
 """The Spark checker against the local checker on the anomalies of issue 31: the log's own
-(``inconsistent-offsets``, ``log-duplicate``), readers that go back (``nonmonotonic-poll``),
-sends without an answer (``indeterminate``) and producers' retries (``retried``).
+(``inconsistent-offsets``, ``log-duplicate``, ``nonmonotonic-send``), readers that go back
+(``nonmonotonic-poll``), sends without an answer (``indeterminate``) and producers' retries
+(``retried``).
 
 Runs with the log's own forms are judged on the driver by the local rules (small ones; a
 larger one is UNKNOWN with a reason); backward reads are found by Spark's partition pass.
@@ -70,6 +71,7 @@ def test_the_translated_peer_histories_and_drawn_ones_are_judged_alike(
         AnomalyKind.INCONSISTENT_OFFSETS,
         AnomalyKind.LOG_DUPLICATE,
         AnomalyKind.NONMONOTONIC_POLL,
+        AnomalyKind.NONMONOTONIC_SEND,
     }
     assert new <= found
     check_both(tmp_path, stored, spark)
