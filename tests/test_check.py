@@ -1169,8 +1169,9 @@ def append(index: int, record_id: str = "r1", offset: int = 0, **fields: Any) ->
             (Event(0, "end", detail="complete"), end_at(1)),  # type: ignore[arg-type]
             [
                 "event 0 has kind 'end', which is not an EventKind (one of append, ack, "
-                "indeterminate, truncate, start, crash, rollback, zombie, error, fetch, read, "
-                "emit, put, commit, txn-begin, txn-commit, txn-abort, drain, observe, end)"
+                "indeterminate, truncate, start, crash, rollback, zombie, error, rebalance, "
+                "fetch, read, emit, put, commit, txn-begin, txn-commit, txn-abort, drain, "
+                "observe, end)"
             ],
             id="kind",
         ),
@@ -1318,7 +1319,7 @@ def test_validate_names_each_problem(events: tuple[Event, ...], problems: list[s
 def test_validate_checks_the_header() -> None:
     old = HistoryMeta(partitions=("p",), sinks={}, version=0)
     assert validate(with_events(end_at(0), meta=old)) == [
-        "history schema version 0 is not supported: this checker reads version 3"
+        "history schema version 0 is not supported: this checker reads version 4"
     ]
     garbage = HistoryMeta(partitions="p", sinks={"out": "log"})  # type: ignore[arg-type, dict-item]
     assert validate(with_events(end_at(0), meta=garbage)) == [
@@ -1775,3 +1776,50 @@ def test_an_offset_taken_twice_is_inconsistent_not_nonmonotonic() -> None:
     )  # fmt: skip
     verdict = check(history, EO)
     assert [a.kind for a in verdict.anomalies] == [AnomalyKind.INCONSISTENT_OFFSETS]
+
+
+# --------------------------------------------------------------------------------------------
+# rebalance events (schema 4): validated, shown, and judged by no rule
+
+
+def _with_rebalance(*changes: Event) -> History:
+    """A clean run (r1 read, emitted, committed, observed) with ``changes`` inserted after
+    the ack, renumbered."""
+    events = [
+        append(0),
+        Event(1, K.ACK, partition="p", offset=0, record_id="r1"),
+        *changes,
+        Event(2, K.FETCH, process=1, partition="p"),
+        Event(3, K.READ, process=1, partition="p", offset=0, record_id="r1"),
+        Event(4, K.EMIT, process=1, sink="out", output_id=0, record_id="r1", part=0, parts=1),
+        Event(5, K.COMMIT, process=1, partition="p", offset=1),
+        Event(6, K.DRAIN),
+        Event(7, K.OBSERVE, sink="out", output_id=0, record_id="r1", part=0),
+        end_at(8),
+    ]
+    renumbered = [dataclasses.replace(e, index=i) for i, e in enumerate(events)]
+    return with_events(*renumbered, meta=HistoryMeta(partitions=("p",), sinks={"out": LOG}))
+
+
+def test_a_rebalance_changes_no_verdict_and_a_malformed_one_is_refused() -> None:
+    """A partition revoked and assigned again before the fetch: the same verdict as the
+    run without it (VALID under both guarantees, the same stats but ``events``). One
+    without its detail, or of an undeclared partition, is malformed: UNKNOWN, naming it."""
+    plain = _with_rebalance()
+    changes = (
+        Event(0, K.REBALANCE, process=1, partition="p", detail="revoked"),
+        Event(0, K.REBALANCE, process=1, partition="p", detail="assigned"),
+    )
+    rebalanced = _with_rebalance(*changes)
+    assert validate(rebalanced) == []
+    for guarantee in BOTH:
+        with_it, without = check(rebalanced, guarantee), check(plain, guarantee)
+        assert with_it.status is without.status is Status.VALID, with_it.summary()
+        assert {**with_it.stats, "events": 0} == {**without.stats, "events": 0}
+    no_detail = _with_rebalance(Event(0, K.REBALANCE, process=1, partition="p"))
+    assert validate(no_detail) == ["event 2 (rebalance) is missing detail"]
+    elsewhere = _with_rebalance(Event(0, K.REBALANCE, process=1, partition="z", detail="assigned"))
+    (problem,) = validate(elsewhere)
+    assert problem.startswith("event 2 (rebalance) names partition 'z'")
+    for broken in (no_detail, elsewhere):
+        assert check(broken, EO).status is Status.UNKNOWN

@@ -794,3 +794,29 @@ def test_window_keeps_small_histories_whole_and_caps_large_ones(
     assert len(tight.shown) <= 40 and tight.radius < RADIUS and pointed <= set(tight.shown)
     whole = window(history, pointed, full=len(history.events))
     assert not whole.capped and whole.shown == tuple(range(len(history.events)))
+
+
+def test_a_rebalance_is_drawn_and_listed() -> None:
+    """Schema 4's ``rebalance`` events are drawn in the timeline (their own mark and
+    legend line) and listed as ``partition assigned``/``revoked`` (issue 31)."""
+    from harness.history.events import Event, EventKind, History, HistoryMeta, SinkKind, SinkSpec
+    from harness.report import gather, render_html
+
+    K = EventKind
+    events = (
+        Event(0, K.APPEND, partition="p", offset=0, record_id="r1", key="k", value=1),
+        Event(1, K.ACK, partition="p", offset=0, record_id="r1"),
+        Event(2, K.REBALANCE, process=1, partition="p", detail="revoked"),
+        Event(3, K.REBALANCE, process=1, partition="p", detail="assigned"),
+        Event(4, K.FETCH, process=1, partition="p"),
+        Event(5, K.READ, process=1, partition="p", offset=0, record_id="r1"),
+        Event(6, K.DRAIN),
+        Event(7, K.END, detail="complete"),
+    )
+    history = History(HistoryMeta(("p",), {"out": SinkSpec(SinkKind.LOG)}), events)
+    verdict = check(history, Guarantee.AT_LEAST_ONCE)
+    assert [a.kind for a in verdict.anomalies] == [AnomalyKind.LOST]
+    page = render_html(gather(verdict, history))
+    assert page.count("k-rebalance") >= 2
+    assert "rebalance (partition assigned / revoked)" in page
+    assert "p1 rebalance p assigned" in page

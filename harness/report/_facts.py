@@ -226,6 +226,8 @@ def _body(event: Event) -> str:
         offset = "none" if event.offset is None else str(event.offset)
         sought = " (seek)" if k is EventKind.FETCH and event.detail == "seek" else ""
         return f"{_name(event.partition)} {verb} {offset}{sought}"
+    if k is EventKind.REBALANCE:
+        return f"{_name(event.partition)} {_name(event.detail)}"
     if k is EventKind.READ:
         again = " (redelivered)" if event.detail == "redelivered" else ""
         return f"{record} from {_where(event)}{again}"

@@ -8,7 +8,8 @@ nonmonotonic-poll, nonmonotonic-send; stale with ``entity=True``), with incomple
 undrained runs, redeliveries, truncation, appends that take an unacknowledged position again
 or jump ahead, producers' retries (``retried``), sends whose answer never came
 (``indeterminate``), sends acknowledged below earlier ones, reads that find a record where
-it was not appended, and histories without a log sink.
+it was not appended, rebalances (a partition revoked and assigned again before a fetch) and
+histories without a log sink.
 :func:`malformed_histories` breaks such a history in the
 ways a Parquet file can hold (values keep their types), and :func:`empty_history` has no
 events. The local and the Spark checker are held to the same verdict on all three.
@@ -31,6 +32,7 @@ from harness.history.events import (
     History,
     HistoryMeta,
     ReadDetail,
+    RebalanceDetail,
     SinkKind,
     SinkSpec,
 )
@@ -280,7 +282,11 @@ class _Drawn:
         if step == "commit":
             b.add(_K.COMMIT, process=process, partition=partition, offset=draw(offsets))
         elif step == "fetch":
-            b.add(_K.FETCH, process=process, partition=partition, offset=draw(st.none() | offsets))
+            offset = draw(st.none() | offsets)
+            if offset is None:  # a rebalance took the partition away and gave it back
+                for change in (RebalanceDetail.REVOKED, RebalanceDetail.ASSIGNED):
+                    b.add(_K.REBALANCE, process=process, partition=partition, detail=change.value)
+            b.add(_K.FETCH, process=process, partition=partition, offset=offset)
         elif step == "rollback":
             b.add(_K.ROLLBACK, partition=partition, offset=draw(st.none() | offsets))
         elif step == "truncate":
