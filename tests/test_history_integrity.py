@@ -195,7 +195,7 @@ def test_crlf_line_endings_keep_the_checksum_valid() -> None:
 def version_1(text: str) -> str:
     """``text`` as schema version 1 wrote it: no checksum line."""
     lines = text.splitlines(keepends=True)[:-1]
-    lines[0] = lines[0].replace('{"history":{"version":3,', '{"history":{"version":1,', 1)
+    lines[0] = lines[0].replace('{"history":{"version":4,', '{"history":{"version":1,', 1)
     return "".join(lines)
 
 
@@ -296,19 +296,24 @@ def test_a_parquet_header_changed_without_its_checksum_is_damage(tmp_path: Path)
         read_history(path)
 
 
-def test_a_version_2_jsonl_history_with_its_checksum_reads_verified_as_version_3() -> None:
-    """Schema version 3 (issue 31) only added forms; a version-2 file, checksummed as
-    version 2 wrote it, reads as it is, verified, into the current version."""
+@pytest.mark.parametrize("older", [2, 3])
+def test_an_older_jsonl_history_with_its_checksum_reads_verified_as_the_current_one(
+    older: int,
+) -> None:
+    """Schema versions 3 (issue 31: indeterminate sends, retries, seeks) and 4 (rebalance
+    events) only added forms; a version-2 or version-3 file, checksummed as its version
+    wrote it, reads as it is, verified, into the current version."""
     from harness.history import SCHEMA_VERSION, dumps_jsonl, loads_jsonl
     from harness.history.integrity import JsonlDigest, jsonl_trailer
 
     current = dumps_jsonl(a_history(8))
     lines = current.splitlines(keepends=True)[:-1]
-    lines[0] = lines[0].replace('{"history":{"version":3,', '{"history":{"version":2,', 1)
+    lines[0] = lines[0].replace('{"history":{"version":4,', f'{{"history":{{"version":{older},', 1)
+    assert f'"version":{older},' in lines[0]
     digest = JsonlDigest()
     for line in lines:
         digest.add(line.encode())
     old = "".join(lines) + jsonl_trailer(digest)
     history = loads_jsonl(old, checksum="require")
-    assert history.meta.version == SCHEMA_VERSION == 3
+    assert history.meta.version == SCHEMA_VERSION == 4
     assert history.events == a_history(8).events

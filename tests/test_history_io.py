@@ -216,7 +216,7 @@ def test_write_and_read_history_dispatch_on_suffix(tmp_path: Path, suffix: str) 
     if suffix == ".parquet":
         assert path.read_bytes()[:4] == b"PAR1"
     else:
-        assert path.read_text(encoding="utf-8").startswith('{"history":{"version":3,')
+        assert path.read_text(encoding="utf-8").startswith('{"history":{"version":4,')
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
@@ -595,7 +595,7 @@ def test_parquet_with_wrong_values_is_refused(
         ),
         (
             History(HistoryMeta(partitions=(), sinks={}, version=1), ()),
-            "writes schema version 3 only",
+            "writes schema version 4 only",
         ),
         (
             History(HistoryMeta(partitions=(), sinks={}, extra={"x": object()}), ()),

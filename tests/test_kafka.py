@@ -387,3 +387,34 @@ def test_an_application_seek_back_is_recorded_and_its_re_reads_are_no_anomaly() 
     stripped = harness.History(history.meta, renumbered)
     found = check(stripped, Guarantee.EXACTLY_ONCE)
     assert AnomalyKind.NONMONOTONIC_POLL in _kinds(found), found.summary()
+
+
+def test_a_rebalance_is_recorded_and_judged_by_what_the_reader_then_does() -> None:
+    """A consumer that leaves its group and joins again (issue 31): the double records the
+    rebalance (its partition ``revoked``, then ``assigned`` back, before the ``fetch`` of
+    the committed offset the reader resumes from), the first assignment and the close
+    record none. The events change no rule: an app that committed before the rebalance
+    holds exactly-once (no false alarm); one that did not re-reads and produces its last
+    message again, a ``duplicate``, caught."""
+    schedule = Schedule([Produce(count=3), Run(calls=60)])
+    committed = _app("resubscribe_committed")
+    history, verdict = harness.run_once(
+        committed, schedule, "exactly-once", topology=committed.topology
+    )
+    assert verdict.status is Status.VALID, verdict.summary()
+    changes = [e for e in history.events if e.kind is EventKind.REBALANCE]
+    assert [(e.partition, e.detail) for e in changes] == [
+        ("orders[0]", "revoked"),
+        ("orders[0]", "assigned"),
+    ]
+    after = history.events[changes[-1].index + 1]
+    assert (after.kind, after.process) == (EventKind.FETCH, changes[-1].process)
+    uncommitted = _app("resubscribe_uncommitted")
+    history, verdict = harness.run_once(
+        uncommitted, schedule, "exactly-once", topology=uncommitted.topology
+    )
+    assert AnomalyKind.DUPLICATE in _kinds(verdict), verdict.summary()
+    assert [e.detail for e in history.events if e.kind is EventKind.REBALANCE] == [
+        "revoked",
+        "assigned",
+    ]

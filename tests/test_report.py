@@ -794,3 +794,70 @@ def test_window_keeps_small_histories_whole_and_caps_large_ones(
     assert len(tight.shown) <= 40 and tight.radius < RADIUS and pointed <= set(tight.shown)
     whole = window(history, pointed, full=len(history.events))
     assert not whole.capped and whole.shown == tuple(range(len(history.events)))
+
+
+def test_a_rebalance_is_drawn_and_listed() -> None:
+    """Schema 4's ``rebalance`` events are drawn in the timeline (their own mark and
+    legend line) and listed as ``partition assigned``/``revoked`` (issue 31)."""
+    from harness.history.events import Event, EventKind, History, HistoryMeta, SinkKind, SinkSpec
+    from harness.report import gather, render_html
+
+    K = EventKind
+    events = (
+        Event(0, K.APPEND, partition="p", offset=0, record_id="r1", key="k", value=1),
+        Event(1, K.ACK, partition="p", offset=0, record_id="r1"),
+        Event(2, K.REBALANCE, process=1, partition="p", detail="revoked"),
+        Event(3, K.REBALANCE, process=1, partition="p", detail="assigned"),
+        Event(4, K.FETCH, process=1, partition="p"),
+        Event(5, K.READ, process=1, partition="p", offset=0, record_id="r1"),
+        Event(6, K.DRAIN),
+        Event(7, K.END, detail="complete"),
+    )
+    history = History(HistoryMeta(("p",), {"out": SinkSpec(SinkKind.LOG)}), events)
+    verdict = check(history, Guarantee.AT_LEAST_ONCE)
+    assert [a.kind for a in verdict.anomalies] == [AnomalyKind.LOST]
+    page = render_html(gather(verdict, history))
+    assert page.count("k-rebalance") >= 2
+    assert "rebalance (partition assigned / revoked)" in page
+    assert "p1 rebalance p assigned" in page
+
+
+def test_a_fetch_a_rebalance_caused_is_explained_in_the_text_report() -> None:
+    """A reader given its partition back by a rebalance resumes at the fetch that follows;
+    when a witness points at that fetch (here a ``skip`` from it), the text report shows
+    the rebalance that assigned the partition just above it (issue 31); a fetch without one
+    gets no such line."""
+    from harness.history.events import Event, EventKind, History, HistoryMeta
+    from harness.report import gather, render_text
+
+    K = EventKind
+
+    def skipping(*changes: Event) -> History:
+        events = [
+            Event(0, K.APPEND, partition="p", offset=0, record_id="r1", key="k", value=1),
+            Event(0, K.ACK, partition="p", offset=0, record_id="r1"),
+            Event(0, K.APPEND, partition="p", offset=1, record_id="r2", key="k", value=1),
+            Event(0, K.ACK, partition="p", offset=1, record_id="r2"),
+            *changes,
+            Event(0, K.FETCH, process=1, partition="p", offset=0),
+            Event(0, K.READ, process=1, partition="p", offset=1, record_id="r2"),
+            Event(0, K.DRAIN),
+            Event(0, K.END, detail="complete"),
+        ]
+        numbered = tuple(dataclasses.replace(e, index=i) for i, e in enumerate(events))
+        return History(HistoryMeta(("p",), {}), numbered)
+
+    changes = (
+        Event(0, K.REBALANCE, process=1, partition="p", detail="revoked"),
+        Event(0, K.REBALANCE, process=1, partition="p", detail="assigned"),
+    )
+    rebalanced = skipping(*changes)
+    verdict = check(rebalanced, Guarantee.AT_LEAST_ONCE)
+    assert [a.kind for a in verdict.anomalies] == [AnomalyKind.SKIP]
+    text = render_text(gather(verdict, rebalanced))
+    assert "#5 p1 rebalance p assigned (the fetch's cause)\n      #6 p1 fetch p -> 0" in text
+    assert "#4 p1 rebalance p revoked" not in text
+    plain = skipping()
+    assert "the fetch's cause" not in render_text(
+        gather(check(plain, Guarantee.AT_LEAST_ONCE), plain)
+    )

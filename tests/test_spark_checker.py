@@ -139,8 +139,8 @@ def test_spark_and_local_checkers_agree_on_hundreds_of_random_histories(
     kinds = {a.kind for v in verdicts for a in v.anomalies}
     # every kind but stale, which only an entity table shows: Spark judges runs with one by
     # the local checker's rules on the driver (tests/test_spark_parity_round3.py); the
-    # log's own anomalies (inconsistent-offsets, log-duplicate) are drawn and judged on the
-    # driver the same way (issue 31)
+    # log's own anomalies (inconsistent-offsets, log-duplicate, nonmonotonic-send) are
+    # drawn and judged on the driver the same way (issue 31)
     drawable = set(AnomalyKind) - {AnomalyKind.STALE}
     assert kinds == drawable, f"not drawn: {drawable - kinds}"
     shown = " ".join(w.detail for v in verdicts for a in v.anomalies for w in a.witnesses)
@@ -297,6 +297,7 @@ def test_the_generator_plants_what_it_promises(tmp_path: Path) -> None:
         AnomalyKind.STALE,
         AnomalyKind.INCONSISTENT_OFFSETS,
         AnomalyKind.LOG_DUPLICATE,
+        AnomalyKind.NONMONOTONIC_SEND,
     }
     for guarantee in Guarantee:
         verdict = check(history, guarantee)

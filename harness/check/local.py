@@ -82,6 +82,17 @@ lost-record half of ``offset-ahead``) are not assessed.
 ``inconsistent-offsets``
     One (partition, offset) where two or more records were acknowledged (``ack``) or read
     (``read``). Witness: the records and the first such event of each.
+``nonmonotonic-send``
+    Per producer (an ``append``'s ``process``; null, as the simulator and the Kafka doubles
+    write them: the one upstream producer) and partition, over ``append`` events in history
+    order: an append at offset ``o`` whose send is in the log (an ``ack`` names its record
+    at that place, or an ``indeterminate`` one does and a reader saw the record), made after
+    the ``ack`` of an earlier append of that producer and partition, when ``o`` is below the
+    offset of the latest such append (by append order) acknowledged before it. A send
+    made after an earlier one was answered must land after it; sends in flight together
+    are not compared (a producer may reorder those). An append at the very offset of the
+    earlier one is ``inconsistent-offsets`` instead. Witness: the two records, the earlier
+    one's ``ack`` and this ``append``.
 ``log-duplicate``
     One ``retried`` append (witness: the record's first append and this one); and one
     (partition, offset) where only one record was acknowledged or read, an acknowledged
@@ -113,7 +124,8 @@ lost-record half of ``offset-ahead``) are not assessed.
 **Verdict** (:mod:`harness.check.policy`, shared with the Spark checker). ``duplicate``,
 ``offset-regression``, ``log-duplicate`` and ``nonmonotonic-poll`` break exactly-once and
 are tolerated (listed in
-:attr:`Verdict.tolerated`) under at-least-once; every other anomaly breaks both guarantees
+:attr:`Verdict.tolerated`) under at-least-once; every other anomaly (``nonmonotonic-send``
+too: a reorder gives no record twice) breaks both guarantees
 (count-mismatch as above); witness sentences are :mod:`harness.check.wording`'s. The status
 is INVALID when any anomaly breaks the guarantee (``reasons`` is then empty). Otherwise it
 is UNKNOWN when the history fails
@@ -203,6 +215,7 @@ def check(history: History, guarantee: Guarantee | str) -> Verdict:
     _check_order(facts, found[AnomalyKind.NONMONOTONIC])
     _check_skips(facts, found[AnomalyKind.SKIP], found[AnomalyKind.NONMONOTONIC_POLL])
     _check_log(facts, found[AnomalyKind.INCONSISTENT_OFFSETS], found[AnomalyKind.LOG_DUPLICATE])
+    _check_sends(facts, found[AnomalyKind.NONMONOTONIC_SEND])
     _check_offsets(
         facts, lost_records, found[AnomalyKind.OFFSET_AHEAD], found[AnomalyKind.OFFSET_REGRESSION]
     )
@@ -370,7 +383,9 @@ class _Facts:
 
     def records_between(self, partition: str, low: int, high: int) -> tuple[list[str], int]:
         """The first :data:`MAX_WITNESSES` appended records at offsets ``low <= o < high`` of
-        ``partition``, and how many there are."""
+        ``partition``, and how many there are (a binary search over the appends in history
+        order, which the Spark checker replays exactly: appends out of offset order, as a
+        ``nonmonotonic-send`` has them, only change which records a witness names)."""
         offsets = self.partition_offsets.get(partition, [])
         start = bisect_left(offsets, low)
         stop = bisect_left(offsets, high)
@@ -678,6 +693,64 @@ def _check_log(facts: _Facts, inconsistent: _Occurrences, duplicate: _Occurrence
         first = facts.appends[record_id].index
         detail = wording.log_duplicate_read(record_id, read.process, offset, partition, first)
         duplicate.add(witness((record_id,), (first, index), detail))
+
+
+def _answered(facts: _Facts) -> set[tuple[str, str, int]]:
+    """The places (record id, partition, offset) of the sends that are in the log: the
+    acknowledged ones, and those of a send without an answer whose record a reader saw."""
+    events = facts.history.events
+    answered: set[tuple[str, str, int]] = set()
+    for event in events:
+        if event.kind is _K.ACK or (
+            event.kind is _K.INDETERMINATE
+            and event.record_id in facts.acks
+            and events[facts.acks[event.record_id]].kind is _K.INDETERMINATE
+        ):
+            assert event.record_id is not None and event.partition is not None
+            assert event.offset is not None
+            answered.add((event.record_id, event.partition, event.offset))
+    return answered
+
+
+def _check_sends(facts: _Facts, reordered: _Occurrences) -> None:
+    """nonmonotonic-send: per producer (an append's ``process``; null: the upstream
+    producer) and partition, a send that is in the log, made after an earlier send of the
+    producer there was acknowledged (the latest such, by append order), at a lower offset."""
+    answered = _answered(facts)
+    placed: dict[tuple[str, str, int], Event] = {}
+    latest: dict[tuple[int | None, str], tuple[Event, int]] = {}
+    for event in facts.history.events:
+        if event.kind is not _K.APPEND and event.kind is not _K.ACK:
+            continue
+        assert event.record_id is not None and event.partition is not None
+        assert event.offset is not None
+        place = (event.record_id, event.partition, event.offset)
+        if event.kind is _K.ACK:
+            append = placed[place]
+            stream = (append.process, event.partition)
+            known = latest.get(stream)
+            if known is None or append.index > known[0].index:
+                latest[stream] = (append, event.index)
+            continue
+        placed.setdefault(place, event)
+        before = latest.get((event.process, event.partition))
+        if before is None or place not in answered:
+            continue
+        earlier, acked_at = before
+        assert earlier.record_id is not None and earlier.offset is not None
+        if event.offset < earlier.offset:
+            detail = wording.nonmonotonic_send(
+                event.record_id,
+                event.offset,
+                event.partition,
+                event.index,
+                earlier.record_id,
+                earlier.offset,
+                acked_at,
+                event.process,
+            )
+            records = (event.record_id, earlier.record_id)
+            reordered.add(witness(records, (acked_at, event.index), detail))
 
 
 def _check_skips(facts: _Facts, skip: _Occurrences, backward: _Occurrences) -> None:

@@ -7,7 +7,8 @@ checker alike:
 
 * which kinds break which guarantee (:func:`breaks`; ``duplicate``, ``offset-regression``,
   ``log-duplicate``, ``nonmonotonic-poll`` and count-mismatch *above* the expected value are
-  tolerated under at-least-once, every other finding breaks both guarantees);
+  tolerated under at-least-once, every other finding breaks both guarantees, a
+  ``nonmonotonic-send`` too: the log reordering a producer's sends gives no record twice);
 * which witnesses are shown (:func:`best`: the first :data:`MAX_WITNESSES` in
   :attr:`Witness.sort_key` order) and how a witness is normalized (:func:`witness`);
 * the verdict (:func:`assemble`, :func:`unknown`) and its stats (:data:`STAT_NAMES`).

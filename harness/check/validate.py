@@ -69,10 +69,11 @@ def validate(history: History) -> list[str]:
     ``part`` (its ``key``/``value`` are the output's), a table ``observe`` ``key`` and
     ``value``); appended record ids are unique, except that an append with ``detail ==
     "resent"`` or ``"retried"`` appends an earlier record again (same partition, key and
-    value: an at-least-once upstream's resend, a producer's retry); an append's offset is
-    above the partition's highest acknowledged offset (an unacknowledged append's position
-    is taken again), or is the very offset of an acknowledged record (two records at one
-    offset: the checker names it ``inconsistent-offsets``); ``ack`` and ``indeterminate``
+    value: an at-least-once upstream's resend, a producer's retry); an append may take any
+    offset (one below an offset acknowledged before it is the checker's
+    ``nonmonotonic-send`` when its send is in the log, one at an acknowledged record's
+    offset its ``inconsistent-offsets``; an unacknowledged append's position is taken
+    again by the next); ``ack`` and ``indeterminate``
     name a record appended before them, at the same partition and offset as one of its
     appends; ``read`` names a record appended before it (at any offset: one where the
     record was not appended is the checker's ``log-duplicate`` or
@@ -98,8 +99,6 @@ def _validate(history: object, problems: _Problems) -> None:
         return
 
     appended: _Appended = {}
-    last_offset: dict[str, tuple[int, int]] = {}
-    acked_at: set[tuple[str, int]] = set()
     ends: list[int] = []
     drains: list[int] = []
     for i, event in enumerate(events):
@@ -123,17 +122,11 @@ def _validate(history: object, problems: _Problems) -> None:
             problems.add(wording.undeclared_partition(where, event.partition, partitions))
             continue
         if kind is EventKind.APPEND:
-            _check_append(event, where, appended, (last_offset, acked_at), problems)
+            _check_append(event, where, appended, problems)
         elif kind is EventKind.READ:
             _check_appended(event, where, appended, problems, anywhere=True)
-        elif kind is EventKind.INDETERMINATE:
+        elif kind in (EventKind.INDETERMINATE, EventKind.ACK):
             _check_appended(event, where, appended, problems)
-        elif kind is EventKind.ACK and _check_appended(event, where, appended, problems):
-            assert event.partition is not None and event.offset is not None
-            acked_at.add((event.partition, event.offset))
-            previous = last_offset.get(event.partition)
-            if previous is None or event.offset > previous[0]:
-                last_offset[event.partition] = (event.offset, event.index)
         elif kind in (EventKind.EMIT, EventKind.PUT, EventKind.OBSERVE):
             _check_sink(event, where, sinks, problems)
 
@@ -222,16 +215,9 @@ _Appended = dict[str, tuple[Event, set[tuple[str, int]]]]
 """record id -> its first accepted append, and the places (partition, offset) of all."""
 
 
-def _check_append(
-    event: Event,
-    where: str,
-    appended: _Appended,
-    acked: tuple[dict[str, tuple[int, int]], set[tuple[str, int]]],
-    problems: _Problems,
-) -> None:
+def _check_append(event: Event, where: str, appended: _Appended, problems: _Problems) -> None:
     assert event.record_id is not None and event.partition is not None
     assert event.offset is not None
-    last_offset, acked_at = acked
     earlier = appended.get(event.record_id)
     if event.detail in AGAIN:
         if earlier is None:
@@ -248,15 +234,8 @@ def _check_append(
     elif earlier is not None:
         problems.add(wording.append_again(where, event.record_id, earlier[0].index))
         return
-    # Compared with the last *acknowledged* offset: an append the producer never got
-    # acknowledged was discarded by the log, and the next append takes its position again.
-    previous = last_offset.get(event.partition)
-    taken = (event.partition, event.offset) in acked_at  # two records at one offset
-    if previous is not None and event.offset <= previous[0] and not taken:
-        problems.add(
-            wording.append_not_above(where, event.offset, event.partition, previous[0], previous[1])
-        )
-        return
+    # Any offset: one below an acknowledged one is the checker's nonmonotonic-send (or,
+    # the very offset of an acknowledged record, its inconsistent-offsets).
     if earlier is None:
         appended[event.record_id] = (event, {(event.partition, event.offset)})
     else:

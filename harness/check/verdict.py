@@ -136,10 +136,18 @@ class AnomalyKind(str, enum.Enum):
     NONMONOTONIC_POLL = "nonmonotonic-poll"
     """A reader went back: a process read a partition at an offset at or below its previous
     read there, with no fetch or seek in between (it re-read without being told to)."""
+    NONMONOTONIC_SEND = "nonmonotonic-send"
+    """The log put a producer's sends out of order: a send to a partition, made after the
+    same producer's earlier send there was acknowledged, landed at a lower offset."""
 
 
 LOG_KINDS: Final = frozenset(
-    {AnomalyKind.INCONSISTENT_OFFSETS, AnomalyKind.LOG_DUPLICATE, AnomalyKind.NONMONOTONIC_POLL}
+    {
+        AnomalyKind.INCONSISTENT_OFFSETS,
+        AnomalyKind.LOG_DUPLICATE,
+        AnomalyKind.NONMONOTONIC_POLL,
+        AnomalyKind.NONMONOTONIC_SEND,
+    }
 )
 """Kinds that say the log or its client broke their contract, not the processor: found in
 recorded histories (a real broker's, a hand-written one), never caused by a processor under

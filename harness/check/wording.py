@@ -39,6 +39,7 @@ __all__ = [
     "lost",
     "many_drains",
     "nonmonotonic_poll",
+    "nonmonotonic_send",
     "many_ends",
     "misplaced",
     "negative",
@@ -209,6 +210,25 @@ def nonmonotonic_poll(
         f"process {process} read offset {offset} of partition {partition!r} after reading offset "
         f"{previous} there (event {previous_at}) with no fetch or seek in between: the "
         f"reader went back by itself"
+    )
+
+
+def nonmonotonic_send(
+    record_id: str,
+    offset: int,
+    partition: str,
+    sent_at: int,
+    before: str,
+    before_offset: int,
+    acked_at: int,
+    producer: int | None,
+) -> str:
+    who = "the producer" if producer is None else f"producer {producer}"
+    return (
+        f"{who} sent record {record_id!r} (event {sent_at}) after its send of record "
+        f"{before!r} was acknowledged at offset {before_offset} of partition {partition!r} "
+        f"(event {acked_at}), and the log put it below, at offset {offset}: the log "
+        f"reordered the producer's sends"
     )
 
 
@@ -389,7 +409,8 @@ def entity_not_judged(sinks: list[str], limit: int) -> str:
 
 def local_only_not_judged(limit: int) -> str:
     return (
-        f"this run has retried or indeterminate sends, or offsets the log holds twice, "
+        f"this run has retried or indeterminate sends, sends the log put below earlier "
+        f"acknowledged ones, or offsets the log holds twice, "
         f"which only the local checker judges, and more than {limit} events; check it with "
         f"the local checker (python -m harness check)"
     )

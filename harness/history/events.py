@@ -5,8 +5,9 @@ reports render it; none of them talks to another. The schema is flat (one option
 field) so that the same rows go to JSONL and to Parquet unchanged; ``docs/history.md``
 documents it. ``SCHEMA_VERSION`` changes whenever a field or a kind changes meaning, or the
 files' layout changes (version 2 added the checksums of :mod:`harness.history.integrity`;
-version 3 the ``indeterminate`` kind, the ``retried`` append and the ``seek`` fetch; files of
-older versions read as before, none of them holds these forms).
+version 3 the ``indeterminate`` kind, the ``retried`` append and the ``seek`` fetch; version
+4 the ``rebalance`` kind; files of older versions read as before, none of them holds these
+forms).
 
 Identity rules the checkers rely on:
 
@@ -49,6 +50,7 @@ __all__ = [
     "RETRIED",
     "AppendDetail",
     "FetchDetail",
+    "RebalanceDetail",
     "CrashDetail",
     "EndDetail",
     "ReadDetail",
@@ -62,7 +64,7 @@ __all__ = [
     "Isolation",
 ]
 
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 
 
 class AppendDetail(str, enum.Enum):
@@ -92,6 +94,17 @@ class FetchDetail(str, enum.Enum):
     """The application repositioned its reader of ``partition`` to ``offset`` itself (a
     Kafka ``seek`` or an ``assign`` with offsets, a reader reopened at an earlier position):
     the reads that follow are compared with it, not with the reads before it."""
+
+
+class RebalanceDetail(str, enum.Enum):
+    """The ``detail`` vocabulary of ``rebalance`` events: what the change did to the
+    instance's assignment of ``partition``."""
+
+    ASSIGNED = "assigned"
+    """The instance was given the partition (a subscription's rebalance, an ``assign``)."""
+    REVOKED = "revoked"
+    """The instance gave the partition up (a rebalance, an ``unassign``, an
+    ``unsubscribe``)."""
 
 
 class ReadDetail(str, enum.Enum):
@@ -154,6 +167,11 @@ class EventKind(str, enum.Enum):
     """Instance ``process`` lost its ownership but keeps running (a new one took over)."""
     ERROR = "error"
     """Instance ``process`` died of an exception; ``detail`` is its type and message."""
+    REBALANCE = "rebalance"
+    """Instance ``process``'s assignment changed: ``partition`` was ``assigned`` to it or
+    ``revoked`` from it (``detail``, a :class:`RebalanceDetail`). Recorded for a change of an
+    assignment the instance already had, not for its first one; where the reader resumes
+    is the ``fetch`` that follows (version 4)."""
     FETCH = "fetch"
     """Instance ``process`` read the stored offset of ``partition`` (null: none); ``offset``
     is where a reader opened there resumes: the stored offset, or the log's first readable
@@ -217,6 +235,7 @@ REQUIRED_FIELDS: Final[Mapping[EventKind, tuple[str, ...]]] = {
     _K.ROLLBACK: ("partition",),
     _K.ZOMBIE: ("process",),
     _K.ERROR: ("process", "detail"),
+    _K.REBALANCE: ("process", "partition", "detail"),
     _K.FETCH: ("process", "partition"),
     _K.READ: ("process", "partition", "offset", "record_id"),
     _K.EMIT: ("process", "sink", "output_id", "part", "parts"),

@@ -146,8 +146,8 @@ class Consumer:
         else:
             self._fetch.rejoin()
 
-    def _set_assignment(self, tps: Iterable[TopicPartition]) -> None:
-        self._fetch.assign(((tp.topic, tp.partition, tp.offset) for tp in tps), "assign")
+    def _set_assignment(self, tps: Iterable[TopicPartition], call: str = "assign") -> None:
+        self._fetch.assign(((tp.topic, tp.partition, tp.offset) for tp in tps), call)
 
     def _next(self) -> Message | None:
         got = self._fetch.next()
@@ -210,12 +210,12 @@ class Consumer:
         self._fetch.leave()
         self._subscription = None
 
-    def _revoke(self) -> None:
+    def _revoke(self, call: str = "unsubscribe") -> None:
         if self._on_revoke is not None and self._cursors:
             self._on_revoke(self, self.assignment())
         if self._cfg.enable_auto_commit and self._cfg.group_id:
             self._commit_stored(automatic=True)
-        self._set_assignment(())
+        self._set_assignment((), call)
 
     def assign(self, partitions: list[TopicPartition]) -> None:
         self._enter("assign")
@@ -392,7 +392,7 @@ class Consumer:
             return
         self._enter("close")
         self._serve()
-        self._revoke()
+        self._revoke("close")
         self._fetch.leave()
         self._closed = True
 

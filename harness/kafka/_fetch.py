@@ -22,6 +22,9 @@ __all__ = [
     "deserialized",
 ]
 
+_CLOSING: Final = frozenset({"close", "stop"})
+"""The ``assign`` calls of a consumer closing: its assignment ends with the process."""
+
 BEGINNING, END = -2, -1
 """Logical offsets (librdkafka's ``OFFSET_BEGINNING`` / ``OFFSET_END``); any other negative
 offset means "the committed offset"."""
@@ -65,6 +68,9 @@ class Fetcher:
         self.cursors: dict[tuple[str, int], Cursor] = {}
         self.generation: int | None = None
         """The group generation this consumer joined (None: not a member)."""
+        self.had_assignment = False
+        """Whether the consumer was assigned partitions before (its first assignment is
+        not recorded as a change)."""
 
     # -- group membership (KIP-447's generation check on commits) ------------------------
 
@@ -97,13 +103,21 @@ class Fetcher:
         return any(c.name == name for c in self.cursors.values())
 
     def assign(self, assignment: Iterable[tuple[str, int, int]], call: str) -> None:
-        """Replace the assignment with ``(topic, partition, offset)`` triples."""
+        """Replace the assignment with ``(topic, partition, offset)`` triples. Once the
+        consumer has had an assignment, each change is recorded (``rebalance`` events),
+        unless the consumer is closing (``call`` ``close``/``stop``)."""
         rt = self.rt
         for cursor in self.cursors.values():
             rt.broker.close_reader(rt, cursor)
+        before = [cursor.name for cursor in self.cursors.values()]
         self.cursors = {}
-        for topic, partition, offset in assignment:
-            cursor = Cursor(rt.broker.name(topic, partition, call), topic, partition)
+        triples = [(t, p, o, rt.broker.name(t, p, call)) for t, p, o in assignment]
+        after = [name for *_, name in triples]
+        if self.had_assignment and call not in _CLOSING:
+            rt.broker.world.record.rebalance(rt.process, before, after)
+        self.had_assignment = self.had_assignment or bool(after)
+        for topic, partition, offset, name in triples:
+            cursor = Cursor(name, topic, partition)
             self.seek(cursor, offset)
             self.cursors[(topic, partition)] = cursor
 

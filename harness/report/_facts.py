@@ -16,7 +16,7 @@ from harness.check.verdict import Anomaly, Status, Verdict
 from harness.errors import ConfigError, HarnessError
 from harness.faults.schedule import Schedule
 from harness.faults.streams import StreamSchedule
-from harness.history.events import Event, EventKind, History
+from harness.history.events import Event, EventKind, History, RebalanceDetail
 from harness.report.subject import ProcessorError, Reported, ReportedSchedule
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "gather",
     "headline",
     "history_stats",
+    "rebalanced_before",
     "stats_of",
     "is_related",
 ]
@@ -226,6 +227,8 @@ def _body(event: Event) -> str:
         offset = "none" if event.offset is None else str(event.offset)
         sought = " (seek)" if k is EventKind.FETCH and event.detail == "seek" else ""
         return f"{_name(event.partition)} {verb} {offset}{sought}"
+    if k is EventKind.REBALANCE:
+        return f"{_name(event.partition)} {_name(event.detail)}"
     if k is EventKind.READ:
         again = " (redelivered)" if event.detail == "redelivered" else ""
         return f"{record} from {_where(event)}{again}"
@@ -259,6 +262,27 @@ def event_line(event: Event) -> str:
     who = f" p{event.process}" if event.process is not None else ""
     body = _body(event)
     return f"#{event.index}{who} {event.kind.value}{' ' + body if body else ''}"
+
+
+def rebalanced_before(history: History, index: int) -> list[Event]:
+    """The ``rebalance`` events that assigned a ``fetch``'s partition to its process just
+    before it (the fetch is where the reader of a newly assigned partition resumes), in
+    order; none for any other event. Looks back over that process's rebalances and
+    fetches only, so the cost is the length of one rebalance."""
+    events = history.events
+    if not 0 <= index < len(events) or events[index].kind is not EventKind.FETCH:
+        return []
+    fetch = events[index]
+    found: list[Event] = []
+    at = index - 1
+    while at >= 0 and events[at].kind in (EventKind.REBALANCE, EventKind.FETCH):
+        event = events[at]
+        if event.process != fetch.process:
+            break
+        if event.kind is EventKind.REBALANCE and event.partition == fetch.partition:
+            found.append(event)
+        at -= 1
+    return [e for e in reversed(found) if e.detail == RebalanceDetail.ASSIGNED.value]
 
 
 def anomalous_events(anomalies: tuple[Anomaly, ...]) -> frozenset[int]:

@@ -19,6 +19,7 @@ from harness.report._facts import (
     as_facts,
     event_line,
     headline,
+    rebalanced_before,
     stats_of,
     stops_of,
 )
@@ -92,6 +93,8 @@ def _anomaly_lines(
             continue
         for index in witness.events[:WITNESS_EVENTS]:
             if 0 <= index < len(history.events):
+                for cause in rebalanced_before(history, index):
+                    lines.append(f"      {_ascii(event_line(cause))} (the fetch's cause)")
                 lines.append(f"      {_ascii(event_line(history.events[index]))}")
             else:
                 lines.append(f"      #{index} (not in the history)")

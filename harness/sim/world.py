@@ -18,7 +18,7 @@ import bisect
 import itertools
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +32,7 @@ from harness.history.events import (
     FetchDetail,
     History,
     HistoryMeta,
+    RebalanceDetail,
     SinkKind,
 )
 from harness.log.config import LogConfig
@@ -51,6 +52,7 @@ __all__ = ["Backend", "World"]
 Backend = Literal["memory", "leveldb"]
 BACKENDS: tuple[Backend, ...] = ("memory", "leveldb")
 _names = itertools.count()
+_ASSIGNED, _REVOKED = RebalanceDetail.ASSIGNED.value, RebalanceDetail.REVOKED.value
 _Input = tuple[str, str, int, bool]
 """An input record as the producer writes it: record id, key, value, poison."""
 
@@ -80,6 +82,17 @@ class Recorder:
                 assert event.offset is not None
                 self.last_read[where] = event.offset
         return event
+
+    def rebalance(self, process: int, before: Iterable[str], after: Iterable[str]) -> None:
+        """Instance ``process``'s assignment went from partitions ``before`` to ``after``: a
+        ``rebalance`` event for each one revoked, then each one assigned (in their order)."""
+        before, after = list(dict.fromkeys(before)), list(dict.fromkeys(after))
+        for partition in before:
+            if partition not in after:
+                self(EventKind.REBALANCE, process=process, partition=partition, detail=_REVOKED)
+        for partition in after:
+            if partition not in before:
+                self(EventKind.REBALANCE, process=process, partition=partition, detail=_ASSIGNED)
 
     def rewind(self, process: int, partition: str, offset: int) -> None:
         """The application moved its reader of ``partition`` to ``offset`` itself: a

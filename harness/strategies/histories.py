@@ -4,10 +4,12 @@
 correct, and every anomaly kind can occur (lost, duplicate, unexpected (including outputs of
 poison records and of undeclared parts), aborted-read, count-mismatch on both sides,
 nonmonotonic, skip, offset-ahead, offset-regression, inconsistent-offsets, log-duplicate,
-nonmonotonic-poll; stale with ``entity=True``), with incomplete and undrained runs,
-redeliveries, truncation, appends that take an unacknowledged position again or jump ahead,
-producers' retries (``retried``), sends whose answer never came (``indeterminate``), reads
-that find a record where it was not appended, and histories without a log sink.
+nonmonotonic-poll, nonmonotonic-send; stale with ``entity=True``), with incomplete and
+undrained runs, redeliveries, truncation, appends that take an unacknowledged position again
+or jump ahead, producers' retries (``retried``), sends whose answer never came
+(``indeterminate``), sends acknowledged below earlier ones, reads that find a record where
+it was not appended, rebalances (a partition revoked and assigned again before a fetch) and
+histories without a log sink.
 :func:`malformed_histories` breaks such a history in the
 ways a Parquet file can hold (values keep their types), and :func:`empty_history` has no
 events. The local and the Spark checker are held to the same verdict on all three.
@@ -30,6 +32,7 @@ from harness.history.events import (
     History,
     HistoryMeta,
     ReadDetail,
+    RebalanceDetail,
     SinkKind,
     SinkSpec,
 )
@@ -177,10 +180,16 @@ class _Drawn:
             self.bookkeeping(step, process, partition)
 
     def append_again(self) -> None:
-        """A producer's retry that wrote a record again (a log duplicate), or a second
-        record at an offset already acknowledged (inconsistent offsets)."""
+        """A producer's retry that wrote a record again (a log duplicate), a second record
+        at an offset already acknowledged (inconsistent offsets), or a new record
+        acknowledged below the partition's highest acknowledged offset (a nonmonotonic
+        send)."""
         draw, b = self.draw, self.b
-        if len(self.held) > 0 and draw(st.integers(0, 1)) == 1:
+        how = draw(st.integers(0, 2))
+        if how == 2:
+            self.send_below(draw(st.sampled_from(PARTITIONS)))
+            return
+        if len(self.held) > 0 and how == 1:
             partition, offset = draw(st.sampled_from(sorted(self.held)))
             record_id = f"r{len(self.appended)}"
             b.append(record_id, partition, offset=offset, key=KEYS[0], value=1)
@@ -195,6 +204,18 @@ class _Drawn:
             value=first.value,
             detail=AppendDetail.RETRIED.value,
         )
+
+    def send_below(self, partition: str) -> None:
+        """Two sends, each acknowledged before the next: the log put the second below the
+        first (a nonmonotonic send). The next appends go on after the first."""
+        draw, b = self.draw, self.b
+        high = max(b.next_offset.get(partition, 0), self.acked.get(partition, -1) + 1, 1)
+        for offset in (high, draw(st.integers(0, high - 1))):
+            record_id = f"r{len(self.appended)}"
+            b.append(record_id, partition, offset=offset, key=draw(st.sampled_from(KEYS)), value=1)
+            self.appended.append(record_id)
+            self.acknowledge(record_id)
+        b.next_offset[partition] = high + 1
 
     def entity_emit(self, process: int) -> None:
         """A row of the entity table ``rows``: mostly under its record's key."""
@@ -224,6 +245,14 @@ class _Drawn:
                 key=key,
             )
 
+    def acknowledge(self, record_id: str) -> None:
+        record = self.b.records[record_id]
+        assert record.partition is not None and record.offset is not None
+        self.b.at(_K.ACK, record_id)
+        top = self.acked.get(record.partition, -1)
+        self.acked[record.partition] = max(top, record.offset)
+        self.held.add((record.partition, record.offset))
+
     def record(self, step: str, process: int) -> None:
         record_id = self.draw(st.sampled_from(self.appended))
         record = self.b.records[record_id]
@@ -231,10 +260,7 @@ class _Drawn:
         if step == "ack" and self.faulty_log and self.draw(st.integers(0, 3)) == 0:
             self.b.at(_K.INDETERMINATE, record_id)  # its send's answer never came
         elif step == "ack":
-            self.b.at(_K.ACK, record_id)
-            top = self.acked.get(record.partition, -1)
-            self.acked[record.partition] = max(top, record.offset)
-            self.held.add((record.partition, record.offset))
+            self.acknowledge(record_id)
         else:
             redelivered = ReadDetail.REDELIVERED.value
             detail = self.draw(st.sampled_from([None, None, redelivered]))
@@ -256,7 +282,11 @@ class _Drawn:
         if step == "commit":
             b.add(_K.COMMIT, process=process, partition=partition, offset=draw(offsets))
         elif step == "fetch":
-            b.add(_K.FETCH, process=process, partition=partition, offset=draw(st.none() | offsets))
+            offset = draw(st.none() | offsets)
+            if offset is None:  # a rebalance took the partition away and gave it back
+                for change in (RebalanceDetail.REVOKED, RebalanceDetail.ASSIGNED):
+                    b.add(_K.REBALANCE, process=process, partition=partition, detail=change.value)
+            b.add(_K.FETCH, process=process, partition=partition, offset=offset)
         elif step == "rollback":
             b.add(_K.ROLLBACK, partition=partition, offset=draw(st.none() | offsets))
         elif step == "truncate":

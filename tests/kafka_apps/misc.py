@@ -126,3 +126,34 @@ def seek_back_once() -> None:
         if not rewound:
             rewound = True
             consumer.seek(TopicPartition("orders", msg.partition(), 0))
+
+
+def _resubscribing(commit_first: bool) -> None:
+    """Processes a message, then leaves the group and joins it again once (a rebalance:
+    its partition revoked, then assigned back), resuming from the committed offset. With
+    ``commit_first`` it commits each message before the rebalance; without, the message it
+    processed last is read, and produced, again."""
+    consumer = Consumer({**CONF, "enable.auto.commit": False})
+    producer = Producer({"bootstrap.servers": "b:9092"})
+    consumer.subscribe(["orders"])
+    rejoined = False
+    while True:
+        msg = consumer.poll(1.0)
+        if msg is None or msg.error():
+            continue
+        producer.produce("receipts", msg.value())
+        producer.flush()
+        if commit_first or rejoined:
+            consumer.commit(msg, asynchronous=False)
+        if not rejoined:
+            rejoined = True
+            consumer.unsubscribe()
+            consumer.subscribe(["orders"])
+
+
+def resubscribe_committed() -> None:
+    _resubscribing(commit_first=True)
+
+
+def resubscribe_uncommitted() -> None:
+    _resubscribing(commit_first=False)

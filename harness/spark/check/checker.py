@@ -53,13 +53,16 @@ __all__ = ["LOCAL_RUN_LIMIT", "Analysis", "SparkCheck", "analyze_parquet", "chec
 LOCAL_RUN_LIMIT: Final = 1_000_000
 """A run with an upstream's resends (``resent`` appends), a producer's retries (``retried``),
 ``indeterminate`` sends, reads where their record was not appended, two records acknowledged
-at one offset, or an entity table sink (``SinkKind.ENTITY``) of at most this many events is
+at one offset, an append at or below an acknowledged offset (a ``nonmonotonic-send`` when it
+is in the log), or an entity table sink (``SinkKind.ENTITY``) of at most this many events is
 judged on the driver by the local checker's own rules: the Spark passes do not implement
 those rules yet, and a larger such run is UNKNOWN, with a reason that says to run the local
 checker."""
 
 _PLACE_CODES: Final = frozenset({"misplaced", "not_above"})
-"""The Spark validator's problems that the local rules judge as anomalies instead."""
+"""The Spark validator's problems that the local rules judge as anomalies instead (a read off
+its record's places; an append at or below the highest offset acknowledged before it, which
+the local rules name ``inconsistent-offsets`` or ``nonmonotonic-send``, or accept)."""
 
 _OCCURRENCE_SCHEMA: Final = ", ".join(f"{name} {kind}" for name, kind in COLUMNS)
 
@@ -356,8 +359,9 @@ class _Checker:
 
     def _judge_places_locally(self, codes: Mapping[int, set[str]]) -> None:
         """Runs the Spark validator refused for a read at a place where its record was not
-        appended, or an append at an offset already acknowledged: the local checker names
-        those (``log-duplicate``, ``inconsistent-offsets``), so a run of at most
+        appended, or an append at or below an offset already acknowledged: the local checker
+        names those (``log-duplicate``, ``inconsistent-offsets``, ``nonmonotonic-send``), or
+        accepts them (a send that failed below), so a run of at most
         :data:`LOCAL_RUN_LIMIT` events is judged by it on the driver, a larger one is
         UNKNOWN with a reason that says to."""
         for number, found in codes.items():
