@@ -33,7 +33,7 @@ from harness.spark.check.queries._anomalies import (
     shared_places,
     unsorted_partitions,
 )
-from harness.spark.check.queries._certify import certified
+from harness.spark.check.queries._certify import open_partition, pair_rows, partition_inputs
 from harness.spark.check.queries._details import (
     append_offsets,
     key_records,
@@ -115,7 +115,9 @@ __all__ = [
     "sorted_events",
     "union_all",
     "aborted_reads",
-    "certified",
+    "open_partition",
+    "pair_rows",
+    "partition_inputs",
     "mismatched",
     "append_offsets",
     "count_mismatches",

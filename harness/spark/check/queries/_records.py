@@ -229,8 +229,33 @@ def fused(context: QueryContext) -> Fused:
     """The fused pass over every run (one scan, one shuffle, one query collecting a row per
     run, and a small one for the detail of a last ``end`` that is not ``complete``); the
     groups stay cached for the later queries, until :meth:`QueryContext.release`."""
+    from harness.spark.check.queries._certify import open_partition, pair_rows, partition_inputs
+
     groups = context.cache(_groups(context, needs(context)))
-    rows = {int(row["run"]): row for row in _totals(groups).collect()}
+    record = F.col("grain") == RECORD
+    control = F.col("grain") == CONTROL
+    pairs, per_partition = partition_inputs(pair_rows(groups, context, record, control))
+    # one action: the run's totals (the groups' row, partition null) and each partition's
+    # certificate findings (the pairs' rows) in one aggregation, one row each collected
+    collected = (
+        groups.withColumn("pno", F.lit(None).cast("int"))
+        .unionByName(pairs, allowMissingColumns=True)
+        .groupBy("run", "pno")
+        .agg(*_total_aggregates(), *per_partition)
+        .collect()
+    )
+    rows: dict[int, dict[str, Any]] = {}
+    for row in collected:
+        if row["pno"] is None:
+            rows.setdefault(int(row["run"]), {}).update(row.asDict())
+    for row in collected:
+        entry = rows.setdefault(int(row["run"]), {})
+        order, sink = open_partition(row.asDict())
+        entry["order_open"] = entry.get("order_open", False) or order
+        entry["sink_open"] = entry.get("sink_open", False) or sink
+        entry["under"] = entry.get("under", 0) + int(row["p_under"] or 0)
+        entry["over"] = entry.get("over", 0) + int(row["p_over"] or 0)
+    rows = {run: row for run, row in rows.items() if row.get("n")}
     # the detail of a run's last end: "complete" from the totals, any other read back
     ends = [row["end_pos"] for row in rows.values() if row["end_complete"] is False]
     details = {(run, row["end_pos"]): _COMPLETE for run, row in rows.items() if row["end_complete"]}
@@ -397,6 +422,7 @@ def _event_aggregates(needs: Needs) -> list[Column]:
         ]
     if needs.tables:
         facts.append(F.max_by(F.col("value"), pos).alias("t_value"))
+        facts.append(F.max(_when(APPEND, "key")).alias("app_key"))
     return facts
 
 
@@ -411,7 +437,7 @@ def _unneeded(needs: Needs) -> list[Column]:
             F.lit(0).cast(_LONG).alias("ordered_big"),
         ]
     if not needs.tables:
-        columns.append(none.alias("t_value"))
+        columns += [none.alias("t_value"), F.lit(None).cast("string").alias("app_key")]
     return columns
 
 
@@ -498,8 +524,8 @@ def _with_facts(grouped: DataFrame) -> DataFrame:
     return grouped.select(*kept, *[value.alias(name) for name, value in derived.items()])
 
 
-def _totals(groups: DataFrame) -> DataFrame:
-    """One row per run: the summary counters and the record totals."""
+def _total_aggregates() -> list[Column]:
+    """Over the groups of a run: the summary counters and the record totals."""
     grain = F.col("grain")
     record = grain == RECORD
     control = grain == CONTROL
@@ -513,7 +539,7 @@ def _totals(groups: DataFrame) -> DataFrame:
 
     fetch_process = F.when(controls(FETCH), F.col("e_proc"))
     null_observes = F.count_if(controls(OBSERVE))
-    return groups.groupBy("run").agg(
+    return [
         F.sum("n").alias("n"),
         F.sum("bad_events").alias("bad_events"),
         F.count_if(controls(END)).alias("n_end"),
@@ -543,7 +569,7 @@ def _totals(groups: DataFrame) -> DataFrame:
         F.count_if(record & (F.col("n_app") >= 1) & (F.col("ack_n") == 0) & ~F.col("poison")).alias(
             "unacked_inputs"
         ),
-    )
+    ]
 
 
 def record_totals(facts: DataFrame) -> dict[int, Any]:
