@@ -10,9 +10,10 @@ without a record id: one group each, its fields as group keys) or the rest of it
 resends) next to its own facts; the other run-wide counters of the validator (ends, drains,
 appends, ...) are counted from the rare events' groups, so one aggregation over the groups,
 run by run, gives the :class:`Summary` of each run and the record-level totals (lost
-effects, copies, unexpected outputs, the validator's certificate) in the same job that
-caches the groups for the queries that follow (witnesses, the partition pass, table
-aggregates), which read the cache, not the files.
+effects, copies, unexpected outputs, the validator's certificate), summed in the same
+aggregation as phase one's certificates and table counts (:mod:`._certify`): one action,
+whose job keeps the groups (a lazy local checkpoint) for the queries that follow
+(witnesses, the partition pass, table aggregates), which read them, not the files.
 
 Every event pays for every aggregate, so the facts only table or ordered sinks need are
 aggregated only when some run declares such a sink (:class:`Needs`), and the inputs of each
@@ -226,12 +227,17 @@ parts they show) and ``ordered_first`` (the first such observe)."""
 
 
 def fused(context: QueryContext) -> Fused:
-    """The fused pass over every run (one scan, one shuffle, one query collecting a row per
-    run, and a small one for the detail of a last ``end`` that is not ``complete``); the
-    groups stay cached for the later queries, until :meth:`QueryContext.release`."""
+    """The fused pass over every run and phase one's certificates (one scan, one shuffle by
+    record, one by partition and offset, one action collecting a row per run and partition,
+    and a small one for the detail of a last ``end`` that is not ``complete``); the groups
+    stay kept for the later queries, until :meth:`QueryContext.release`. ``totals`` also
+    holds per run ``order_open`` and ``sink_open`` (a partition the order certificate, or the
+    ordered sink's, does not cover) and ``under`` and ``over`` (keys of aggregated table
+    sinks below and above their expected value)."""
     from harness.spark.check.queries._certify import open_partition, pair_rows, partition_inputs
 
-    groups = context.cache(_groups(context, needs(context)))
+    # kept lazily: the one action below stores the groups as it reads them, for phase two
+    groups = context.keep(_groups(context, needs(context)), eager=False)
     record = F.col("grain") == RECORD
     control = F.col("grain") == CONTROL
     pairs, per_partition = partition_inputs(pair_rows(groups, context, record, control))
