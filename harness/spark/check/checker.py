@@ -228,6 +228,9 @@ class _Run:
     unexpected_records: int = 0
     ordered_ok: bool = False
     """Phase one's order certificate holds: no order rule fires (phase two skips them)."""
+    sink_ok: bool = False
+    """Phase one's certificate of the ordered log sink holds (or the run has none): no
+    ``nonmonotonic`` (phase two skips it)."""
     tables_ok: bool = False
     """Phase one found every key of the aggregated table sinks right (or none to judge)."""
     local: dict[Guarantee, Verdict] | None = None
@@ -450,25 +453,35 @@ class _Checker:
     # ------------------------------------------------------------------ phase one
 
     def _suspects(self, q: Any, fused: Fused, facts: DataFrame, live: list[int]) -> list[int]:
-        """Phase one's end: the runs of ``live`` where the record totals, the order
-        certificate (:func:`~harness.spark.check.queries.certified`) or the table counts
-        found something, or cannot tell; phase two judges only those, and only by the rules
-        phase one did not clear (:attr:`_Run.ordered_ok`, :attr:`_Run.tables_ok`). The
+        """Phase one's end: the runs of ``live`` where the record totals, the certificates
+        (:mod:`~harness.spark.check.queries._certify`: the order rules', the ordered sink's)
+        or the table counts, all from the fused pass's one action, found something, or
+        cannot tell; phase two judges only those, and only by the rules phase one did not
+        clear (:attr:`_Run.ordered_ok`, :attr:`_Run.sink_ok`, :attr:`_Run.tables_ok`). The
         others have no anomaly: their verdicts are the totals' alone."""
-        shaped = [n for n in live if self._certifiable(fused, n)]
-        for number in q.certified(fused.groups, shaped):
-            self.runs[number].ordered_ok = True
-        tables = [n for n in live if self.runs[n].aggregated]
-        counts = (
-            q.mismatched(self.context, fused.tables, tables, self._keyed(q, fused, facts, tables))
-            if tables
-            else {}
-        )
+        del q, facts
         for number in live:
-            under, over = counts.get(number, (0, 0))
             state = self.runs[number]
+            summary = _summary_of(state)
+            totals = fused.totals[number]
+            state.ordered_ok = (
+                not summary.rollbacks
+                and summary.one_reader
+                and not totals["multi_read"]
+                and not totals["order_open"]
+            )
+            state.sink_ok = not state.ordered_sinks or (
+                len(state.ordered_sinks) == 1
+                and not _crowded(fused, number)
+                and not totals["sink_open"]
+            )
+            under, over = int(totals["under"] or 0), int(totals["over"] or 0)
             state.tables_ok = not (over or (under and state.settled))
-        return [n for n in live if not (self._quiet(n) and self.runs[n].ordered_ok)]
+        return [
+            n
+            for n in live
+            if not (self._quiet(n) and self.runs[n].ordered_ok and self.runs[n].sink_ok)
+        ]
 
     def _quiet(self, number: int) -> bool:
         """Whether the totals and the table counts of run ``number`` show no anomaly."""
@@ -481,21 +494,6 @@ class _Checker:
             and not summary.aborts
             and not summary.null_observes
             and state.tables_ok
-        )
-
-    def _certifiable(self, fused: Fused, number: int) -> bool:
-        """Whether run ``number`` has a shape the order certificate covers (one reader, no
-        rollback, each record read at most once, at most one ordered sink with one part a
-        record)."""
-        state = self.runs[number]
-        summary = _summary_of(state)
-        totals = fused.totals[number]
-        return (
-            not summary.rollbacks
-            and summary.one_reader
-            and not totals["multi_read"]
-            and len(state.ordered_sinks) <= 1
-            and not (state.ordered_sinks and _crowded(fused, number))
         )
 
     def _keyed(self, q: Any, fused: Fused, facts: DataFrame, runs: list[int]) -> DataFrame:
@@ -584,7 +582,7 @@ class _Checker:
     ) -> list[DataFrame]:
         """Occurrence frames of ordered sinks, table sinks, aborted transactions and outputs
         without a record, for the runs that have them."""
-        ordering = [n for n in valid if not self.runs[n].ordered_ok]
+        ordering = [n for n in valid if not self.runs[n].sink_ok]
         frames = self._nonmonotonic(q, fused, facts, ordering)
         with_tables = [n for n in valid if self.runs[n].aggregated and not self.runs[n].tables_ok]
         if with_tables:

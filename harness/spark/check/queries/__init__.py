@@ -20,7 +20,6 @@ from harness.spark.check.queries._anomalies import (
     count_mismatches,
     duplicate_effects,
     inputs_per_key,
-    mismatched,
     nonmonotonic,
     nonmonotonic_from_facts,
     null_observes,
@@ -33,7 +32,7 @@ from harness.spark.check.queries._anomalies import (
     shared_places,
     unsorted_partitions,
 )
-from harness.spark.check.queries._certify import certified
+from harness.spark.check.queries._certify import open_partition, pair_rows, partition_inputs
 from harness.spark.check.queries._details import (
     append_offsets,
     key_records,
@@ -115,8 +114,9 @@ __all__ = [
     "sorted_events",
     "union_all",
     "aborted_reads",
-    "certified",
-    "mismatched",
+    "open_partition",
+    "pair_rows",
+    "partition_inputs",
     "append_offsets",
     "count_mismatches",
     "duplicate_effects",

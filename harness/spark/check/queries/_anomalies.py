@@ -715,21 +715,3 @@ def _joined(
         )
     )
     return joined
-
-
-def mismatched(
-    context: QueryContext, tables: DataFrame, runs: Sequence[int], keyed: DataFrame
-) -> dict[int, tuple[int, int]]:
-    """Per run of ``runs``: how many keys of its aggregated table sinks show a value below
-    the expected one, and how many above (phase one: counts only, no witness)."""
-    joined = _joined(context, tables, runs, keyed)
-    shown = F.coalesce(F.col("observed"), F.lit(0).cast(_LONG))
-    rows = (
-        joined.groupBy("run")
-        .agg(
-            F.count_if(shown < F.col("expected")).alias("under"),
-            F.count_if(shown > F.col("expected")).alias("over"),
-        )
-        .collect()
-    )
-    return {int(row["run"]): (int(row["under"]), int(row["over"])) for row in rows}

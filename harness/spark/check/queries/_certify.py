@@ -1,140 +1,344 @@
-"""Phase one's order certificate: one sort of the cached records that shows a run has no
-occurrence of the order rules, or says it cannot tell (internal).
+"""Phase one's certificates, folded into the fused pass's one action: that no order rule
+fires, that no key of an aggregated table is wrong (internal).
 
-The order rules (``skip``, ``offset-ahead`` by commit, ``offset-regression``,
-``nonmonotonic`` and the validator's append-offset rule) each need their events in order.
-Phase two answers them exactly, one sort each (:mod:`._anomalies`). Phase one sorts the
-records and the commits of each partition once, by offset, and checks that the offset order
-is also the order of every position that matters (appends, reads, first observes in the
-ordered sink, commits). When it is, no order rule can fire, by these arguments (a row is
-*certified* when its check holds; a run is certified when all its rows are):
+The order rules (``skip``, ``offset-ahead`` by commit, ``offset-regression``, the
+validator's append-offset rule, ``nonmonotonic``) each need their events in order; phase two
+answers them exactly, one sort each (:mod:`._anomalies`). Phase one sorts nothing: each
+appended record meets its neighbour, the record at the offset below it in its partition, in
+one hash aggregation keyed by partition and offset (each record is sent once under its own
+offset and once under the next one), and a commit of offset ``c`` meets the records at
+``c - 1`` and ``c`` there. Per partition, the pairs' findings are summed with the run's
+totals in the same aggregation (:func:`partition_inputs`), and the driver reads each
+partition's row (:func:`open_partition`). When the records' offsets are consecutive, a check
+of every record against its neighbour is a check of the whole partition in offset order, and
+then no order rule can fire, by these arguments (a run is *certified* when every partition
+passes):
 
-* **append-offset rule** (an append below an offset acknowledged before it): the records'
-  offsets strictly increase with their append positions and each record's acks follow its
-  append (the fused pass's certificate), so a record at a higher offset is acknowledged
-  after the lower one is appended.
+* **append-offset rule** (an append below an offset acknowledged before it): the offsets
+  are consecutive and each record is appended after its neighbour, so the offsets strictly
+  increase with the append positions, and each record's acks follow its append (the fused
+  pass's certificate): a record at a higher offset is acknowledged after the lower one is
+  appended.
 * **skip**: one process reads and fetches the run, each record is read at most once and
-  never as a redelivery, the reads of a partition are at consecutive offsets in increasing
-  position, and the partition has no fetch, or one fetch before its first read, whose
-  offset (0 when null) is at least the first read's. So each read follows the previous
-  read's offset, or its fetch's, and never lies above it (a truncation only raises the
-  bound).
-* **offset-ahead** (a commit ``c`` above the highest offset read before it plus one): with
-  those reads, ``c = 0`` or the read of offset ``c - 1`` precedes the commit.
-* **offset-regression**: the run has no rollback, and the commits of a partition in offset
-  order are also in position order (so no commit is below the one before it).
-* **nonmonotonic** (one ordered sink, no record with two parts there): the records' first
-  observes there increase with their offsets, so no adjacent pair in observe order has
-  decreasing offsets (an unsorted sequence always has one).
+  never as a redelivery, each read record whose neighbour is read is read after it, at most
+  one read record has no read neighbour (so the reads are at consecutive offsets in
+  increasing position), and the partition has no fetch or one fetch before its first read
+  whose offset (0 when null) is at least the first read's.
+* **offset-ahead** (a commit ``c`` above the highest offset read before it plus one): each
+  commit ``c`` is 0 or follows the read of offset ``c - 1``.
+* **offset-regression**: no rollback, and each commit ``c`` precedes the read of offset
+  ``c`` when that record is read (a commit of 0 whose record is not read only in a partition
+  without reads). Then two commits ``c1 < c2`` are in order: the read of ``c2 - 1`` precedes
+  ``c2`` and follows or is the read of ``c1``, which follows ``c1``'s commit (if ``c1``'s
+  record were not read, neither would be ``c2 - 1``'s).
+* **nonmonotonic** (one ordered sink, no record with two parts there; its own certificate):
+  each record's first observe there follows its neighbour's, when both have one, and at most
+  one record with an observe there has a neighbour without (the first): so the first
+  observes increase with the offsets, and no adjacent pair in observe order has decreasing
+  offsets (an unsorted sequence always has one).
 
-A run that is not certified is not wrong: phase two runs the exact rules over it.
+A run that is not certified is not wrong: phase two runs the exact rules over it (the
+``nonmonotonic`` rule alone when only the ordered sink's certificate fails, e.g. after a
+lost record, whose neighbour has no observe before it).
+
+The table counts (``count-mismatch``) are the same aggregation's: each acknowledged record
+is sent under its key once per aggregated table sink of its run, and each key's last value
+there under the same key, so each key's expected and observed values meet without a join.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from harness.spark.check.queries._load import _LONG, COMMIT, FETCH
-from harness.spark.check.queries._records import CONTROL, RECORD
+from harness.history.events import Aggregate, SinkKind
+from harness.spark.check.queries._load import _LONG, COMMIT, FETCH, QueryContext
+from harness.spark.check.queries._records import TABLE
 
-__all__ = ["certified"]
+__all__ = ["PARTITION_COLUMNS", "open_partition", "pair_rows", "partition_inputs"]
 
-_RECORD: Final = 0
-_COMMIT: Final = 1
-_FETCH: Final = 2
+_SELF: Final = 0
+_NEXT: Final = 1
+_COMMIT: Final = 2
+_FETCH: Final = 3
+_INPUT: Final = 4
+_SHOWN: Final = 5
+_ORDER: Final = 0
+"""Pair group of a partition's offset (records, their neighbours, commits)."""
+_FETCHES: Final = 1
+_TABLE: Final = 2
+_PAIR_KEYS: Final = ("run", "bt", "pno", "k", "sink", "key")
+_INLINE_SINKS: Final = 64
+"""Up to this many aggregated table sinks, a record's sinks are found by an expression."""
 
 
-def _rows(groups: DataFrame, runs: Sequence[int]) -> DataFrame:
-    """The appended records, the commits and the fetches of ``runs``, from the fused
-    pass's cached groups, keyed for one sort: ``run, pno, key`` (a record's offset, a
-    commit's offset less one, so it follows the record it needs read), ``typ``, ``pos``."""
-    grain = F.col("grain")
-    wanted = F.col("run").isin(*runs)
-    records = groups.where(wanted & (grain == RECORD) & (F.col("n_app") >= 1)).select(
+def pair_rows(
+    groups: DataFrame, context: QueryContext, record: Column, control: Column
+) -> DataFrame:
+    """The rows of the pairs' aggregation from the fused pass's groups (``record``,
+    ``control``: the conditions of a record's and a rare event's group): each appended
+    record under its offset and the next, each commit and fetch of a partition, and for the
+    aggregated table sinks each acknowledged record's input and each key's last value."""
+    long_null = F.lit(None).cast(_LONG)
+    kc = F.col("e_kc")
+
+    def row(bt: int, role: int, pno: Column, k: Column, **fields: Column) -> list[Column]:
+        names = ("pos", "read", "ord", "odd", "off", "val")
+        return [
+            F.col("run"),
+            F.lit(bt).alias("bt"),
+            pno.cast("int").alias("pno"),
+            k.alias("k"),
+            fields.get("sink", F.lit(None).cast("string")).alias("sink"),
+            fields.get("key", F.lit(None).cast("string")).alias("key"),
+            F.lit(role).alias("role"),
+            *[fields.get(n, long_null if n != "odd" else F.lit(False)).alias(n) for n in names],
+        ]
+
+    appended = groups.where(record & (F.col("n_app") >= 1))
+    read = F.when(F.col("read_n") >= 1, F.col("read_last"))
+    odd = (F.col("read_n") > 1) | F.coalesce(F.col("read_red"), F.lit(False))
+    own = {"pos": F.col("app_pos"), "read": read, "ord": F.col("ordered_first"), "odd": odd}
+    frames = [
+        appended.select(*row(_ORDER, _SELF, F.col("app_pno"), F.col("app_off"), **own)),
+        appended.select(*row(_ORDER, _NEXT, F.col("app_pno"), F.col("app_off") + 1, **own)),
+    ]
+    parted = groups.where(control & F.col("e_pno").isNotNull())
+    frames.append(
+        parted.where(kc == COMMIT).select(
+            *row(_ORDER, _COMMIT, F.col("e_pno"), F.col("e_off"), pos=F.col("gp"))
+        )
+    )
+    frames.append(
+        parted.where(kc == FETCH).select(
+            *row(_FETCHES, _FETCH, F.col("e_pno"), long_null, pos=F.col("gp"), off=F.col("e_off"))
+        )
+    )
+    frames.extend(_table_rows(groups, context, record, row))
+    result = frames[0]
+    for frame in frames[1:]:
+        result = result.unionByName(frame)
+    return result
+
+
+def _table_rows(groups: DataFrame, context: QueryContext, record: Column, row: Any) -> list[Any]:
+    """Each acknowledged non-poison record's input under its key, once per aggregated table
+    sink of its run (1 for a count, its value for a sum), and each key's last value in each
+    such sink. A few sinks are matched by expressions, more by a broadcast join."""
+    count = Aggregate.COUNT.value
+    sinks = [
+        (number, name, spec.aggregate.value == count)
+        for number, run in enumerate(context.runs)
+        for name, spec in run.meta.sinks.items()
+        if spec.kind is SinkKind.TABLE and spec.aggregate is not None
+    ]
+    if not sinks:
+        return []
+    inputs = groups.where(record & (F.col("n_app") >= 1) & (F.col("ack_n") > 0) & ~F.col("poison"))
+    shown = groups.where(F.col("grain") == TABLE).select(
+        "run", F.col("gs").alias("sink"), F.col("gk").alias("key"), "t_value"
+    )
+    if len(sinks) > _INLINE_SINKS:
+        table = F.broadcast(context.small(sinks, "run int, s_sink string, s_counted boolean"))
+        inputs = inputs.join(table, "run")
+        shown = shown.join(table.select("run", F.col("s_sink").alias("sink")), ["run", "sink"])
+    else:
+        per_run: dict[int, list[Column]] = {}
+        wanted: Column = F.lit(False)
+        for number, name, counted in sinks:
+            per_run.setdefault(number, []).append(
+                F.struct(F.lit(name).alias("s_sink"), F.lit(counted).alias("s_counted"))
+            )
+            wanted = wanted | ((F.col("run") == number) & (F.col("sink") == name))
+        of_run: Column | None = None
+        for number, entries in per_run.items():
+            test = F.col("run") == number
+            of_run = (
+                F.when(test, F.array(*entries))
+                if of_run is None
+                else of_run.when(test, F.array(*entries))
+            )
+        assert of_run is not None
+        inputs = inputs.select("*", F.explode(of_run).alias("s")).select("*", "s.*")
+        shown = shown.where(wanted)
+    value = F.when(F.col("s_counted"), F.lit(1).cast(_LONG)).otherwise(F.col("app_value"))
+    null = F.lit(None).cast("int")
+    nothing = F.lit(None).cast(_LONG)
+    return [
+        inputs.select(
+            *row(
+                _TABLE,
+                _INPUT,
+                null,
+                nothing,
+                sink=F.col("s_sink"),
+                key=F.col("app_key"),
+                val=value.cast(_LONG),
+            )
+        ),
+        shown.select(
+            *row(
+                _TABLE,
+                _SHOWN,
+                null,
+                nothing,
+                sink=F.col("sink"),
+                key=F.col("key"),
+                val=F.col("t_value"),
+            )
+        ),
+    ]
+
+
+def _pairs(rows: DataFrame) -> DataFrame:
+    """One row per pair group: what its record, its neighbour, its commits, a partition's
+    fetches or a key's sides hold."""
+    role = F.col("role")
+
+    def of(which: int, column: str, how: Any = F.max) -> Column:
+        found: Column = how(F.when(role == which, F.col(column)))
+        return found
+
+    return rows.groupBy(*_PAIR_KEYS).agg(
+        F.count_if(role == _SELF).alias("self_n"),
+        of(_SELF, "pos").alias("self_pos"),
+        of(_SELF, "read").alias("self_read"),
+        of(_SELF, "ord").alias("self_ord"),
+        F.max(F.when(role == _SELF, F.col("odd"))).alias("self_odd"),
+        F.count_if(role == _NEXT).alias("prev_n"),
+        of(_NEXT, "pos").alias("prev_pos"),
+        of(_NEXT, "read").alias("prev_read"),
+        of(_NEXT, "ord").alias("prev_ord"),
+        F.count_if(role == _COMMIT).alias("commit_n"),
+        of(_COMMIT, "pos", F.min).alias("commit_lo"),
+        of(_COMMIT, "pos").alias("commit_hi"),
+        F.count_if(role == _FETCH).alias("fetch_n"),
+        of(_FETCH, "pos", F.min).alias("fetch_pos"),
+        of(_FETCH, "off").alias("fetch_off"),
+        F.coalesce(F.sum(F.when(role == _INPUT, F.col("val"))), F.lit(0).cast(_LONG)).alias(
+            "expected"
+        ),
+        of(_SHOWN, "val").alias("observed"),
+    )
+
+
+PARTITION_COLUMNS: Final = (
+    "p_records",
+    "p_low",
+    "p_high",
+    "p_open",
+    "p_twice",
+    "p_firsts",
+    "p_first_pos",
+    "p_first_off",
+    "p_reads",
+    "p_zero",
+    "p_fetches",
+    "p_fetch_pos",
+    "p_fetch_off",
+    "p_heads",
+    "p_unordered",
+    "p_under",
+    "p_over",
+)
+"""The per-partition columns of the fused pass's collected rows (:func:`partition_inputs`)."""
+
+
+def partition_inputs(rows: DataFrame) -> tuple[DataFrame, list[Column]]:
+    """The pairs of ``rows`` (:func:`pair_rows`) with their findings, and the aggregates
+    that sum them per run and partition (:data:`PARTITION_COLUMNS`)."""
+    p = _pairs(rows)
+    k = F.col("k")
+    single = F.col("self_n") == 1
+    prev = F.col("prev_n") == 1
+    self_read = F.col("self_read")
+    prev_read = F.col("prev_read")
+    record_open = single & (
+        F.coalesce(F.col("self_odd"), F.lit(False))
+        | (F.col("prev_n") > 1)
+        | (prev & (F.col("self_pos") <= F.col("prev_pos")))
+        | (prev_read.isNotNull() & self_read.isNotNull() & (self_read <= prev_read))
+    )
+    # a commit of c follows the read of c - 1 (or c is 0) and precedes the read of c
+    commit_open = (F.col("commit_n") > 0) & (
+        ~((k == 0) | (prev & prev_read.isNotNull() & (prev_read < F.col("commit_lo"))))
+        | (self_read.isNotNull() & (F.col("commit_hi") >= self_read))
+    )
+    first = single & self_read.isNotNull() & prev_read.isNull()
+    head = single & F.col("self_ord").isNotNull() & F.col("prev_ord").isNull()
+    shown = F.coalesce(F.col("observed"), F.lit(0).cast(_LONG))
+    table = F.col("bt") == _TABLE
+    flagged = p.select(
         "run",
-        F.col("app_pno").alias("pno"),
-        F.col("app_off").alias("key"),
-        F.lit(_RECORD).alias("typ"),
-        F.col("app_pos").alias("pos"),
-        F.when(F.col("read_n") >= 1, F.col("read_last")).alias("read"),
-        ((F.col("read_n") > 1) | F.coalesce(F.col("read_red"), F.lit(False))).alias("odd"),
-        F.col("ordered_first").alias("ord"),
-        F.lit(None).cast(_LONG).alias("off"),
+        "pno",
+        F.when(single, k).alias("i_off"),
+        single.alias("i_record"),
+        (F.col("self_n") > 1).alias("i_twice"),
+        F.coalesce(record_open | commit_open, F.lit(False)).alias("i_open"),
+        first.alias("i_first"),
+        F.when(first, self_read).alias("i_first_pos"),
+        F.when(first, k).alias("i_first_off"),
+        (single & self_read.isNotNull()).alias("i_read"),
+        ((F.col("commit_n") > 0) & (k == 0) & self_read.isNull()).alias("i_zero"),
+        "fetch_n",
+        "fetch_pos",
+        "fetch_off",
+        head.alias("i_head"),
+        F.coalesce(
+            F.col("self_ord").isNotNull()
+            & F.col("prev_ord").isNotNull()
+            & (F.col("self_ord") <= F.col("prev_ord")),
+            F.lit(False),
+        ).alias("i_unordered"),
+        (table & (shown < F.col("expected"))).alias("i_under"),
+        (table & (shown > F.col("expected"))).alias("i_over"),
     )
-    control = groups.where(
-        wanted & (grain == CONTROL) & F.col("e_pno").isNotNull() & F.col("e_kc").isin(COMMIT, FETCH)
-    ).select(
-        "run",
-        F.col("e_pno").alias("pno"),
-        F.when(F.col("e_kc") == COMMIT, F.col("e_off") - 1).otherwise(F.lit(-2)).alias("key"),
-        F.when(F.col("e_kc") == COMMIT, _COMMIT).otherwise(_FETCH).alias("typ"),
-        F.col("gp").alias("pos"),
-        F.lit(None).cast(_LONG).alias("read"),
-        F.lit(False).alias("odd"),
-        F.lit(None).cast(_LONG).alias("ord"),
-        F.col("e_off").alias("off"),
-    )
-    return records.unionByName(control)
+    aggregates = [
+        F.count_if(F.col("i_record")).alias("p_records"),
+        F.min("i_off").alias("p_low"),
+        F.max("i_off").alias("p_high"),
+        F.count_if(F.col("i_open")).alias("p_open"),
+        F.count_if(F.col("i_twice")).alias("p_twice"),
+        F.count_if(F.col("i_first")).alias("p_firsts"),
+        F.min("i_first_pos").alias("p_first_pos"),
+        F.min("i_first_off").alias("p_first_off"),
+        F.count_if(F.col("i_read")).alias("p_reads"),
+        F.count_if(F.col("i_zero")).alias("p_zero"),
+        F.sum("fetch_n").alias("p_fetches"),
+        F.min("fetch_pos").alias("p_fetch_pos"),
+        F.max("fetch_off").alias("p_fetch_off"),
+        F.count_if(F.col("i_head")).alias("p_heads"),
+        F.count_if(F.col("i_unordered")).alias("p_unordered"),
+        F.count_if(F.col("i_under")).alias("p_under"),
+        F.count_if(F.col("i_over")).alias("p_over"),
+    ]
+    return flagged, aggregates
 
 
-def _checks(rows: DataFrame) -> Column:
-    """True for a row its certificate does not cover (see the module docstring)."""
-    order = Window.partitionBy("run", "pno").orderBy("key", "typ", "pos")
-    # running frames only: a frame over the whole partition would buffer it (fetches sort
-    # first, so at any record the running count and last fetch are the partition's)
-    before = order.rowsBetween(Window.unboundedPreceding, -1)
-    typ = F.col("typ")
-    record = typ == _RECORD
-    read = F.col("read")
-
-    def last(condition: Column, value: Column) -> Column:
-        return F.last(F.when(condition, value), True).over(before)
-
-    prev_record = last(record, F.struct(F.col("key").alias("o"), F.col("pos").alias("p")))
-    prev_read = last(record & read.isNotNull(), F.struct(F.col("key").alias("o"), read.alias("p")))
-    prev_ord = last(record & F.col("ord").isNotNull(), F.col("ord"))
-    prev_commit = last(typ == _COMMIT, F.col("pos"))
-    fetches = F.count(F.when(typ == _FETCH, 1)).over(before)
-    fetch = last(typ == _FETCH, F.struct("pos", "off"))
-    appended = prev_record.isNull() | (
-        (F.col("key") > prev_record["o"]) & (F.col("pos") > prev_record["p"])
+def open_partition(row: Mapping[str, Any]) -> tuple[bool, bool]:
+    """Whether a partition's row (:data:`PARTITION_COLUMNS`) leaves the order rules open,
+    and whether it leaves the ordered sink's rule (``nonmonotonic``) open."""
+    records = int(row["p_records"] or 0)
+    firsts = int(row["p_firsts"] or 0)
+    fetches = int(row["p_fetches"] or 0)
+    gap = int(row["p_twice"] or 0) > 0 or (
+        records > 0 and row["p_high"] - row["p_low"] + 1 != records
     )
-    first_read = (fetches == 0) | (
-        (fetches == 1)
-        & (fetch["pos"] < read)
-        & (F.col("key") <= F.coalesce(fetch["off"], F.lit(0).cast(_LONG)))
+    fetched = fetches == 0 or (
+        fetches == 1
+        and row["p_first_pos"] is not None
+        and row["p_fetch_pos"] < row["p_first_pos"]
+        and row["p_first_off"] <= (row["p_fetch_off"] or 0)
     )
-    in_turn = F.when(prev_read.isNull(), first_read).otherwise(
-        (F.col("key") == prev_read["o"] + 1) & (read > prev_read["p"])
+    order = (
+        gap
+        or int(row["p_open"] or 0) > 0
+        or firsts > 1
+        or (firsts == 1 and not fetched)
+        or (int(row["p_zero"] or 0) > 0 and int(row["p_reads"] or 0) > 0)
     )
-    reads = read.isNull() | (~F.col("odd") & in_turn)
-    ordered = F.col("ord").isNull() | prev_ord.isNull() | (F.col("ord") > prev_ord)
-    record_ok = appended & reads & ordered & ~F.col("odd")
-    commit_ok = (F.col("off") == 0) | (
-        prev_read.isNotNull() & (prev_read["o"] == F.col("key")) & (prev_read["p"] < F.col("pos"))
-    )
-    commit_ok = commit_ok & (prev_commit.isNull() | (prev_commit < F.col("pos")))
-    ok = F.when(record, record_ok).when(typ == _COMMIT, commit_ok).otherwise(F.lit(True))
-    return ~F.coalesce(ok, F.lit(False))
-
-
-def certified(groups: DataFrame, runs: Sequence[int]) -> set[int]:
-    """The runs among ``runs`` whose every row the certificate covers (one shuffle and
-    sort of their records, commits and fetches; a row per uncovered partition collected)."""
-    if not runs:
-        return set()
-    rows = _rows(groups, runs)
-    flagged = rows.select("run", "pno", _checks(rows).alias("open"))
-    # grouped by the window's own partitioning: no second shuffle, one row per partition
-    found = (
-        flagged.groupBy("run", "pno")
-        .agg(F.count_if("open").alias("open"))
-        .where(F.col("open") > 0)
-        .select("run")
-        .collect()
-    )
-    return set(runs) - {int(row["run"]) for row in found}
+    sink = gap or int(row["p_heads"] or 0) > 1 or int(row["p_unordered"] or 0) > 0
+    return order, sink

@@ -144,11 +144,13 @@ class QueryContext:
     raw: DataFrame | None = None
     """All fields of every event, read from the files (for the validator's messages)."""
 
-    def keep(self, frame: DataFrame) -> DataFrame:
-        """Compute ``frame`` now and keep its rows (memory, spilling to disk) until
-        :meth:`release`; the result has a one-node plan, so later queries over it stay small
-        and never compute it again."""
-        kept = frame.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+    def keep(self, frame: DataFrame, *, eager: bool = True) -> DataFrame:
+        """Compute ``frame`` now (or, not ``eager``, in the first query over it) and keep its
+        rows (memory, spilling to disk) until :meth:`release`; the result has a one-node
+        plan, so later queries over it stay small and never compute it again. Kept lazily,
+        the rows cost no job of their own: the first query's job stores them as it reads
+        them (the columnar cache, :meth:`cache`, costs a job per scan of it in a query)."""
+        kept = frame.localCheckpoint(eager=eager, storageLevel=StorageLevel.MEMORY_AND_DISK)
         self.cached.append(kept)
         return kept
 

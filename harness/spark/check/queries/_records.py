@@ -10,9 +10,10 @@ without a record id: one group each, its fields as group keys) or the rest of it
 resends) next to its own facts; the other run-wide counters of the validator (ends, drains,
 appends, ...) are counted from the rare events' groups, so one aggregation over the groups,
 run by run, gives the :class:`Summary` of each run and the record-level totals (lost
-effects, copies, unexpected outputs, the validator's certificate) in the same job that
-caches the groups for the queries that follow (witnesses, the partition pass, table
-aggregates), which read the cache, not the files.
+effects, copies, unexpected outputs, the validator's certificate), summed in the same
+aggregation as phase one's certificates and table counts (:mod:`._certify`): one action,
+whose job keeps the groups (a lazy local checkpoint) for the queries that follow
+(witnesses, the partition pass, table aggregates), which read them, not the files.
 
 Every event pays for every aggregate, so the facts only table or ordered sinks need are
 aggregated only when some run declares such a sink (:class:`Needs`), and the inputs of each
@@ -226,11 +227,41 @@ parts they show) and ``ordered_first`` (the first such observe)."""
 
 
 def fused(context: QueryContext) -> Fused:
-    """The fused pass over every run (one scan, one shuffle, one query collecting a row per
-    run, and a small one for the detail of a last ``end`` that is not ``complete``); the
-    groups stay cached for the later queries, until :meth:`QueryContext.release`."""
-    groups = context.cache(_groups(context, needs(context)))
-    rows = {int(row["run"]): row for row in _totals(groups).collect()}
+    """The fused pass over every run and phase one's certificates (one scan, one shuffle by
+    record, one by partition and offset, one action collecting a row per run and partition,
+    and a small one for the detail of a last ``end`` that is not ``complete``); the groups
+    stay kept for the later queries, until :meth:`QueryContext.release`. ``totals`` also
+    holds per run ``order_open`` and ``sink_open`` (a partition the order certificate, or the
+    ordered sink's, does not cover) and ``under`` and ``over`` (keys of aggregated table
+    sinks below and above their expected value)."""
+    from harness.spark.check.queries._certify import open_partition, pair_rows, partition_inputs
+
+    # kept lazily: the one action below stores the groups as it reads them, for phase two
+    groups = context.keep(_groups(context, needs(context)), eager=False)
+    record = F.col("grain") == RECORD
+    control = F.col("grain") == CONTROL
+    pairs, per_partition = partition_inputs(pair_rows(groups, context, record, control))
+    # one action: the run's totals (the groups' row, partition null) and each partition's
+    # certificate findings (the pairs' rows) in one aggregation, one row each collected
+    collected = (
+        groups.withColumn("pno", F.lit(None).cast("int"))
+        .unionByName(pairs, allowMissingColumns=True)
+        .groupBy("run", "pno")
+        .agg(*_total_aggregates(), *per_partition)
+        .collect()
+    )
+    rows: dict[int, dict[str, Any]] = {}
+    for row in collected:
+        if row["pno"] is None:
+            rows.setdefault(int(row["run"]), {}).update(row.asDict())
+    for row in collected:
+        entry = rows.setdefault(int(row["run"]), {})
+        order, sink = open_partition(row.asDict())
+        entry["order_open"] = entry.get("order_open", False) or order
+        entry["sink_open"] = entry.get("sink_open", False) or sink
+        entry["under"] = entry.get("under", 0) + int(row["p_under"] or 0)
+        entry["over"] = entry.get("over", 0) + int(row["p_over"] or 0)
+    rows = {run: row for run, row in rows.items() if row.get("n")}
     # the detail of a run's last end: "complete" from the totals, any other read back
     ends = [row["end_pos"] for row in rows.values() if row["end_complete"] is False]
     details = {(run, row["end_pos"]): _COMPLETE for run, row in rows.items() if row["end_complete"]}
@@ -397,6 +428,7 @@ def _event_aggregates(needs: Needs) -> list[Column]:
         ]
     if needs.tables:
         facts.append(F.max_by(F.col("value"), pos).alias("t_value"))
+        facts.append(F.max(_when(APPEND, "key")).alias("app_key"))
     return facts
 
 
@@ -411,7 +443,7 @@ def _unneeded(needs: Needs) -> list[Column]:
             F.lit(0).cast(_LONG).alias("ordered_big"),
         ]
     if not needs.tables:
-        columns.append(none.alias("t_value"))
+        columns += [none.alias("t_value"), F.lit(None).cast("string").alias("app_key")]
     return columns
 
 
@@ -498,8 +530,8 @@ def _with_facts(grouped: DataFrame) -> DataFrame:
     return grouped.select(*kept, *[value.alias(name) for name, value in derived.items()])
 
 
-def _totals(groups: DataFrame) -> DataFrame:
-    """One row per run: the summary counters and the record totals."""
+def _total_aggregates() -> list[Column]:
+    """Over the groups of a run: the summary counters and the record totals."""
     grain = F.col("grain")
     record = grain == RECORD
     control = grain == CONTROL
@@ -513,7 +545,7 @@ def _totals(groups: DataFrame) -> DataFrame:
 
     fetch_process = F.when(controls(FETCH), F.col("e_proc"))
     null_observes = F.count_if(controls(OBSERVE))
-    return groups.groupBy("run").agg(
+    return [
         F.sum("n").alias("n"),
         F.sum("bad_events").alias("bad_events"),
         F.count_if(controls(END)).alias("n_end"),
@@ -543,7 +575,7 @@ def _totals(groups: DataFrame) -> DataFrame:
         F.count_if(record & (F.col("n_app") >= 1) & (F.col("ack_n") == 0) & ~F.col("poison")).alias(
             "unacked_inputs"
         ),
-    )
+    ]
 
 
 def record_totals(facts: DataFrame) -> dict[int, Any]:
