@@ -312,12 +312,15 @@ class _Search(Generic[S]):
             self.fail(schedule, verdict, self.first[0], self.first[1])
 
     def shrunk(self, schedule: S, verdict: Verdict) -> tuple[S, History, Verdict]:
-        """``schedule`` made smaller by the system while it fails the same way, run again
-        (unless its last run was of it)."""
+        """``schedule`` made smaller by the system while it fails the same way, with the
+        history and verdict of a run of it (the search's or the shrinking's, else a new one)."""
         kinds = _failing_kinds(verdict)
+        tried: dict[str, tuple[History, Verdict]] = {}
+        if self.last is not None and self.last[0] == schedule:
+            tried[schedule.dumps()] = (self.last[1].history, verdict)
 
         def still_fails(candidate: S) -> bool:
-            _, again = self.run(candidate)
+            _, again = tried[candidate.dumps()] = self.run(candidate)
             return (
                 again.status is verdict.status
                 and _failing_kinds(again) == kinds
@@ -325,9 +328,8 @@ class _Search(Generic[S]):
             )
 
         schedule = self.system.simplify(schedule, still_fails)
-        if self.last is not None and self.last[0] == schedule:
-            history = self.last[1].history
-            return schedule, history, check(history, self.guarantee)
+        if schedule.dumps() in tried:  # a run costs seconds on some systems: not again
+            return (schedule, *tried[schedule.dumps()])
         history, verdict = self.run(schedule)
         return schedule, history, verdict
 
