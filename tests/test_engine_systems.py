@@ -33,7 +33,7 @@ from harness.faults.streams import (
     StreamSchedule,
 )
 from harness.sim.topology import Topology
-from harness.spark.streaming import jobsearch
+from harness.spark.streaming import jobsearch, variantsearch
 from harness.spark.streaming.job import JobResult, SparkJob
 from harness.spark.streaming.jobsearch import (
     JobReplay,
@@ -41,7 +41,8 @@ from harness.spark.streaming.jobsearch import (
     explore_job,
     planned_schedules,
 )
-from harness.spark.streaming.runner import FiredCrash
+from harness.spark.streaming.runner import FiredCrash, StreamResult, Variant
+from harness.spark.streaming.variantsearch import VariantSystem, explore_variant
 
 JOB = SparkJob("jobs/stand_in.py", inputs=("events",), outputs=("out",))
 EO = Guarantee.EXACTLY_ONCE
@@ -55,20 +56,26 @@ def _played(processor: Callable[..., None], workdirs: list[str]) -> Callable[...
         job: SparkJob, schedule: StreamSchedule, *, workdir: Path, spark: Any = None, **_: Any
     ) -> JobResult:
         workdirs.append(f"{workdir.parent.name}/{workdir.name}")
-        steps: list[Any] = []
-        crashes = []
-        for number, step in enumerate(schedule.steps):
-            if isinstance(step, ProduceRecords):
-                steps.append(Produce(count=step.count))
-            elif isinstance(step, RunBatches | FailTask):
-                steps.append(Run(calls=4))
-            elif isinstance(step, CrashQuery):
-                steps += [Run(calls=3 + 2 * step.batch), Crash()]
-                crashes.append(FiredCrash(number, 0, step.point, step.how, step.batch))
-        history = simulate(processor, Schedule(tuple(steps)))
-        return JobResult(schedule, history, tuple(crashes), query_runs=1)
+        return _play(processor, schedule)
 
     return run_job
+
+
+def _play(processor: Callable[..., None], schedule: StreamSchedule) -> JobResult:
+    """``schedule`` played on the simulator: a produce is a produce, a crash of micro-batch
+    ``b`` a crash after ``3 + 2b`` calls, a run or a failed task four calls."""
+    steps: list[Any] = []
+    crashes = []
+    for number, step in enumerate(schedule.steps):
+        if isinstance(step, ProduceRecords):
+            steps.append(Produce(count=step.count))
+        elif isinstance(step, RunBatches | FailTask):
+            steps.append(Run(calls=4))
+        elif isinstance(step, CrashQuery):
+            steps += [Run(calls=3 + 2 * step.batch), Crash()]
+            crashes.append(FiredCrash(number, 0, step.point, step.how, step.batch))
+    history = simulate(processor, Schedule(tuple(steps)))
+    return JobResult(schedule, history, tuple(crashes), query_runs=1)
 
 
 @pytest.fixture
@@ -175,3 +182,60 @@ def test_a_planned_counterexample_is_not_shrunk_nor_run_again(
     assert explored.verdict is not None and explored.schedules == 1
     assert explored.shrink_runs == 0
     assert broken == [f"{tmp_path.name}/schedule-0"]
+
+
+def _variant_played(processor: Callable[..., None]) -> Callable[..., StreamResult]:
+    """A ``run_stream`` that plays a stream schedule on the simulator with ``processor``."""
+
+    def run_stream(
+        variant: Variant, schedule: StreamSchedule, *, workdir: Path, **_: Any
+    ) -> StreamResult:
+        played = _play(processor, schedule)
+        return StreamResult(variant, schedule, played.history, played.crashes, query_runs=1)
+
+    return run_stream
+
+
+def test_a_built_in_variant_is_searched_through_the_engine_s_door(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(variantsearch, "run_stream", _variant_played(rewind_on_restart))
+    system = VariantSystem(Variant.FOREACH_BATCH_APPEND, workdir=tmp_path / "w")
+    assert len(system.planned) == 8  # 2 points x 2 batches x 2 ways, no task nor resend
+    assert all(
+        step.point is not CrashPoint.AFTER_COMMIT
+        for schedule in system.planned
+        for step in schedule.steps
+        if isinstance(step, CrashQuery)
+    )
+    with pytest.raises(CounterexampleFound) as caught:
+        explore_variant(
+            "foreach-batch-append", EO, workdir=tmp_path / "w", failures_dir=tmp_path / "f"
+        )
+    failure = caught.value.failure
+    assert failure.processor == "variant:foreach-batch-append" and failure.backend == "spark"
+    assert failure.replay_file is not None
+    replay = JobReplay.load(failure.replay_file)
+    assert replay.job is None and replay.variant is not None
+    assert replay.variant["variant"] == "foreach-batch-append"
+    again = jobsearch.replay_job(replay, workdir=tmp_path / "replay")  # the file names it
+    assert again.verdict.status is Status.INVALID
+    assert again.history.events == failure.history.events
+
+
+def test_a_correct_variant_stand_in_holds_and_draws_only_what_variants_take(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(variantsearch, "run_stream", _variant_played(dedup_transformer))
+    ran: list[StreamSchedule] = []
+    system = VariantSystem(
+        Variant.PARQUET, workdir=tmp_path, on_run=lambda n, result: ran.append(result.schedule)
+    )
+    done = explore_system(system, EO, max_examples=30, planned=30, failures_dir=None)
+    assert done.examples == 30 and done.coverage.systematic == 8 and done.coverage.drawn == 22
+    steps = [step for schedule in ran for step in schedule.steps]
+    assert not any(isinstance(step, FailTask) for step in steps)
+    assert not any(
+        isinstance(step, CrashQuery) and step.point is CrashPoint.AFTER_COMMIT for step in steps
+    )
+    assert "30 schedules (8 planned, 22 drawn)" in done.summary()

@@ -136,11 +136,17 @@ def _spread(total: int, parts: int) -> list[int]:
 
 
 def draw_schedule(
-    rng: random.Random, *, logs: int = 1, sigkill: bool = True, resends: bool = False
+    rng: random.Random,
+    *,
+    logs: int = 1,
+    sigkill: bool = True,
+    resends: bool = False,
+    points: Sequence[CrashPoint] = POINTS,
+    tasks: bool = True,
 ) -> StreamSchedule:
     """A drawn schedule: a produce, a crash, then up to three produce / run / crash /
     task-failure (and, with ``resends``, resend) steps; at most one SIGKILL (each costs a
-    JVM)."""
+    JVM). ``points`` and ``tasks=False`` narrow it to what a built-in variant takes."""
     kills = 0
 
     def crash() -> CrashQuery:
@@ -148,7 +154,7 @@ def draw_schedule(
         how = CrashHow.RAISE
         if sigkill and kills == 0 and rng.random() < 0.25:
             how, kills = CrashHow.SIGKILL, 1
-        return CrashQuery(batch=rng.randrange(3), point=rng.choice(POINTS), how=how)
+        return CrashQuery(batch=rng.randrange(3), point=rng.choice(points), how=how)
 
     def produce() -> ProduceRecords:
         return ProduceRecords(count=rng.randint(1, 6), log=rng.randrange(logs))
@@ -164,9 +170,10 @@ def draw_schedule(
             return FailTask(batch=rng.randrange(2))
         return ResendRecords(count=rng.randint(1, 3), log=rng.randrange(logs))
 
+    kinds = [0, 1, 2, *([3] if tasks else []), *([4] if resends else [])]
     steps: list[StreamStep] = [produce(), crash()]
     for _ in range(rng.randrange(4)):
-        steps.append(other(rng.randrange(5 if resends else 4)))
+        steps.append(other(rng.choice(kinds)))
     return StreamSchedule(steps=tuple(steps))
 
 
@@ -183,9 +190,12 @@ class JobReplay:
     summary: str = ""
     job: Mapping[str, Any] | None = None
     seed: int | None = None
+    variant: Mapping[str, Any] | None = None
+    """A built-in variant's failure instead of a job's: ``{"variant": NAME, "config":
+    {...}}`` (:mod:`harness.spark.streaming.variantsearch`); written only when set."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "harness_spark_job_replay": JOB_REPLAY_VERSION,
             "app": self.app,
             "guarantee": self.guarantee.value,
@@ -194,6 +204,9 @@ class JobReplay:
             "seed": self.seed,
             "job": None if self.job is None else dict(self.job),
         }
+        if self.variant is not None:
+            data["variant"] = dict(self.variant)
+        return data
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
         folder = Path(directory)
@@ -220,7 +233,7 @@ class JobReplay:
                 f"{where} is not a spark-job replay file (no harness_spark_job_replay: "
                 f"{JOB_REPLAY_VERSION}); pass a file that spark-job saved"
             )
-        job, seed = data.get("job"), data.get("seed")
+        job, seed, variant = data.get("job"), data.get("seed"), data.get("variant")
         try:
             return cls(
                 app=str(data["app"]),
@@ -229,6 +242,7 @@ class JobReplay:
                 summary=str(data.get("verdict", "")),
                 job=job if isinstance(job, Mapping) else None,
                 seed=seed if type(seed) is int else None,
+                variant=variant if isinstance(variant, Mapping) else None,
             )
         except (KeyError, ValueError) as exc:
             raise ConfigError(f"{where} is not a whole spark-job replay file: {exc}") from None
@@ -317,8 +331,14 @@ def replay_job(
     spark: SparkSession | None = None,
     replay_command: str | None = None,
 ) -> JobFailure:
-    """Run a saved schedule again (against ``job``, default the file's own) and judge it."""
+    """Run a saved schedule again (against ``job``, default the file's own: a job, or a
+    built-in variant) and judge it."""
     from harness.check.local import check
+
+    if job is None and replay.variant is not None:
+        from harness.spark.streaming.variantsearch import replay_variant
+
+        return replay_variant(replay, workdir=workdir, spark=spark, replay_command=replay_command)
 
     subject = replay.spark_job() if job is None else job
     result = run_job(subject, replay.schedule, workdir=workdir, spark=spark, run_id="replay")
@@ -447,35 +467,37 @@ def explore_job(
     return explored
 
 
-@final
-class SparkJobSystem:
-    """An unchanged Spark job as the engine's system under test
-    (:class:`harness.engine.system.SystemUnderTest` over :class:`StreamSchedule`): each run
-    is :func:`run_job` in its own directory of ``workdir`` (``schedule-<n>``, ``shrink/<n>``);
-    its plan :func:`planned_schedules` (or ``plan``), its drawn phase :func:`draw_schedule`
-    from a seeded generator, its shrinking a few greedy steps (:func:`_smaller`, at most
-    ``shrink_runs`` runs, none for a planned schedule: it has one fault already); a failure
-    is not run again (each run costs seconds). ``results`` keeps each schedule's
-    :class:`JobResult` by its JSON (:meth:`StreamSchedule.dumps`)."""
+class StreamSystem:
+    """What the engine's two streaming systems share (:class:`SparkJobSystem`, a user's job;
+    :class:`~harness.spark.streaming.variantsearch.VariantSystem`, a built-in variant): each
+    run in its own directory of ``workdir`` (``schedule-<n>``, ``shrink/<n>``); the plan
+    given (the default is the subclass's), the drawn phase :func:`draw_schedule` from a seeded
+    generator, the shrinking a few greedy steps (:func:`_smaller`, at most ``shrink_runs``
+    runs, none for a planned schedule: it has one fault already); a failure is not run
+    again (each run costs seconds). ``results`` keeps each schedule's run result by its JSON
+    (:meth:`StreamSchedule.dumps`). A subclass plays one schedule (:meth:`play`) and names
+    the system and its replay file."""
+
+    draws: Mapping[str, Any] = MappingProxyType({})
+    """Keywords of :func:`draw_schedule` for this kind of system (what its runs refuse)."""
 
     def __init__(
         self,
-        job: SparkJob,
+        plan: Sequence[StreamSchedule],
         *,
+        logs: int,
         workdir: str | Path,
         spark: SparkSession | None = None,
         sigkill: bool = True,
-        plan: Sequence[StreamSchedule] | None = None,
+        resends: bool = False,
         shrink_runs: int = 8,
-        on_run: Callable[[int, JobResult], None] | None = None,
+        on_run: Callable[[int, Any], None] | None = None,
     ) -> None:
-        self.job, self.workdir, self.spark, self.sigkill = job, Path(workdir), spark, sigkill
-        if plan is None:
-            hows = (CrashHow.RAISE, CrashHow.SIGKILL) if sigkill else (CrashHow.RAISE,)
-            plan = planned_schedules(logs=len(job.logs()), hows=hows, resends=job.upstream_resends)
         self.planned: tuple[StreamSchedule, ...] = tuple(plan)
+        self.logs, self.workdir, self.spark = logs, Path(workdir), spark
+        self.sigkill, self.resends = sigkill, resends
         self.shrink_runs, self.on_run = shrink_runs, on_run
-        self.results: dict[str, JobResult] = {}
+        self.results: dict[str, Any] = {}
         self.runs = 0
         """Search runs so far (each in ``schedule-<n>``)."""
         self.shrink_spent = 0
@@ -483,15 +505,15 @@ class SparkJobSystem:
         self._shrinking = False
 
     @property
-    def name(self) -> str:
-        return self.job.app
-
-    @property
     def backend(self) -> str:
         return "spark"
 
+    def play(self, schedule: StreamSchedule, where: Path, run_id: str) -> tuple[Any, SystemRun]:
+        """Run one schedule in ``where``: the system's own result, and what the engine takes."""
+        raise NotImplementedError
+
     def run(self, schedule: StreamSchedule, budget: RunBudget) -> SystemRun:
-        """One run of the job (``budget`` does not apply: the runner has its own time-outs)."""
+        """One run (``budget`` does not apply: the runners have their own time-outs)."""
         if self._shrinking:
             self.shrink_spent += 1
             where, run_id = self.workdir / "shrink" / str(self.shrink_spent), "run"
@@ -499,11 +521,11 @@ class SparkJobSystem:
             where = self.workdir / f"schedule-{self.runs}"
             run_id, number = where.name, self.runs
             self.runs += 1
-        result = run_job(self.job, schedule, workdir=where, spark=self.spark, run_id=run_id)
+        result, ran = self.play(schedule, where, run_id)
         self.results[schedule.dumps()] = result
         if not self._shrinking and self.on_run is not None:
             self.on_run(number, result)
-        return SystemRun(result.history, tuple(_fired(result)))
+        return ran
 
     def plan(self, faults: frozenset[Fault], budget: RunBudget) -> SystemPlan[StreamSchedule]:
         return SystemPlan(self.planned)
@@ -519,10 +541,9 @@ class SparkJobSystem:
     ) -> tuple[StreamSchedule, Verdict] | None:
         """Up to ``budget`` schedules of :func:`draw_schedule` from ``random.Random(seed)``."""
         rng = random.Random(seed)
-        logs = len(self.job.logs())
         for _ in range(budget):
             schedule = draw_schedule(
-                rng, logs=logs, sigkill=self.sigkill, resends=self.job.upstream_resends
+                rng, logs=self.logs, sigkill=self.sigkill, resends=self.resends, **self.draws
             )
             _, verdict, failed = attempt(schedule, False)
             if failed:
@@ -551,12 +572,6 @@ class SparkJobSystem:
     ) -> Rerun:
         return Rerun(history, verdict, None, ())
 
-    def replay(
-        self, guarantee: Guarantee, schedule: StreamSchedule, seed: int, verdict: Verdict
-    ) -> JobReplay:
-        summary = verdict.summary().splitlines()[0]
-        return JobReplay(self.job.app, guarantee, schedule, summary, self.job.to_json(), seed)
-
     def coverage(
         self,
         plan: SystemPlan[StreamSchedule],
@@ -568,6 +583,56 @@ class SparkJobSystem:
         return Coverage(
             systematic=planned, drawn=drawn, reused=reused, fired=MappingProxyType(dict(fired))
         )
+
+
+@final
+class SparkJobSystem(StreamSystem):
+    """An unchanged Spark job as the engine's system under test
+    (:class:`harness.engine.system.SystemUnderTest` over :class:`StreamSchedule`): each run
+    is :func:`run_job`; its plan :func:`planned_schedules` for the job (or ``plan``); its
+    replay file a :class:`JobReplay` holding the job (:class:`StreamSystem` for the rest)."""
+
+    def __init__(
+        self,
+        job: SparkJob,
+        *,
+        workdir: str | Path,
+        spark: SparkSession | None = None,
+        sigkill: bool = True,
+        plan: Sequence[StreamSchedule] | None = None,
+        shrink_runs: int = 8,
+        on_run: Callable[[int, JobResult], None] | None = None,
+    ) -> None:
+        if plan is None:
+            hows = (CrashHow.RAISE, CrashHow.SIGKILL) if sigkill else (CrashHow.RAISE,)
+            plan = planned_schedules(logs=len(job.logs()), hows=hows, resends=job.upstream_resends)
+        super().__init__(
+            plan,
+            logs=len(job.logs()),
+            workdir=workdir,
+            spark=spark,
+            sigkill=sigkill,
+            resends=job.upstream_resends,
+            shrink_runs=shrink_runs,
+            on_run=on_run,
+        )
+        self.job = job
+
+    @property
+    def name(self) -> str:
+        return self.job.app
+
+    def play(
+        self, schedule: StreamSchedule, where: Path, run_id: str
+    ) -> tuple[JobResult, SystemRun]:
+        result = run_job(self.job, schedule, workdir=where, spark=self.spark, run_id=run_id)
+        return result, SystemRun(result.history, tuple(_fired(result)))
+
+    def replay(
+        self, guarantee: Guarantee, schedule: StreamSchedule, seed: int, verdict: Verdict
+    ) -> JobReplay:
+        summary = verdict.summary().splitlines()[0]
+        return JobReplay(self.job.app, guarantee, schedule, summary, self.job.to_json(), seed)
 
 
 @final
