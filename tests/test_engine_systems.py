@@ -239,3 +239,17 @@ def test_a_correct_variant_stand_in_holds_and_draws_only_what_variants_take(
         isinstance(step, CrashQuery) and step.point is CrashPoint.AFTER_COMMIT for step in steps
     )
     assert "30 schedules (8 planned, 22 drawn)" in done.summary()
+
+
+def test_coverage_names_the_faults_a_system_s_runs_fired_and_only_then() -> None:
+    from harness.search.coverage import Coverage
+
+    fired = Coverage(systematic=14, drawn=2, fired={"after-write/raise": 3, "task/retried": 1})
+    assert fired.summary() == (
+        "16 schedules (14 planned, 2 drawn), faults fired: after-write/raise x3, task/retried x1"
+    )
+    assert fired.to_json()["fired"] == {"after-write/raise": 3, "task/retried": 1}
+    assert "fired" not in Coverage(drawn=7).to_json()
+    assert (
+        Coverage(systematic=3).summary() == "3 schedules (3 planned, 0 drawn), faults fired: none"
+    )

@@ -4,13 +4,15 @@
 micro-batch: for each way of dying (``RAISE`` in this process, ``SIGKILL`` of a child driver),
 each point (``before-write``, ``after-write``, ``after-commit``) and each batch of the first
 run, ``produce, crash at (batch, point, how), produce`` (the last produce is input arriving
-while the job is down), then the drain. :func:`explore_job` runs that plan, then schedules
-drawn from a seeded generator (:func:`draw_schedule`: more produce, run and crash steps,
-at most one SIGKILL each), judges each history with the local checker and stops at the first
-counterexample, which it saves as a replay file (:class:`JobReplay`). The
+while the job is down), then the drain. :func:`explore_job` hands the job to the engine's
+search loop (:func:`harness.engine.explorer.explore_system`) as a :class:`SparkJobSystem`
+(:class:`StreamSystem`: what the job and the built-in variants share), which runs that plan,
+then schedules drawn from a seeded generator (:func:`draw_schedule`: more produce, run and
+crash steps, at most one SIGKILL each), judges each history with the local checker and stops
+at the first counterexample, saved as a replay file (:class:`JobReplay`). The
 :class:`JobExploration` says what was tried: the crash points that fired, by point and way,
-against those planned. The planned schedules are already minimal (one crash);
-a drawn counterexample is made smaller greedily with a few more runs. No pyspark on import.
+against those planned. The planned schedules are already minimal (one crash); a drawn
+counterexample is made smaller greedily with a few more runs. No pyspark on import.
 """
 
 from __future__ import annotations
