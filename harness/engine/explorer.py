@@ -9,6 +9,11 @@ the verdict, the shrunk schedule (as steps and as JSON), the seed and a one-line
 command. The failing schedule is saved as a *replay file*
 (:mod:`harness.engine.replay_file`) so ``python -m harness replay FILE`` reproduces it
 without Hypothesis.
+
+The loop does not know what it searches: it drives a
+:class:`~harness.engine.system.SystemUnderTest` (``explore`` the simulator's,
+:class:`~harness.engine.system.Simulated`), and :func:`explore_system` runs it for any
+system, such as an unchanged Spark job (``harness.spark.streaming.jobsearch``).
 """
 
 from __future__ import annotations
