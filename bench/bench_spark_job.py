@@ -11,9 +11,10 @@ schedules per minute, against the built-in streaming runner in the same run.
 2. **Schedules per minute** of tests/spark_jobs/fb_idempotent.py (it holds, so every
    schedule runs): ``--schedules`` planned in-process crashes (one query start and the drain
    each), and ``--sigkill`` planned SIGKILLs of a child driver (a JVM each).
-3. **Baseline**: the same in-process schedules (but the after-commit ones) through
-   ``harness.spark.streaming.run_stream`` on its built-in ``foreach-batch-idempotent``
-   variant (the harness's own query, no job code, no interposition), on the same JVM. The
+3. **Baseline**: the same in-process schedules (but the after-commit ones) on the built-in
+   ``foreach-batch-idempotent`` variant (the harness's own query, no job code, no
+   interposition), searched through the same engine loop
+   (``harness.spark.streaming.variantsearch.explore_variant``), on the same JVM. The
    ratio says what running the user's code unchanged costs (the job runs those same
    schedules again for it).
 
@@ -106,20 +107,21 @@ def main() -> None:
         kill_rate = len(kills) / (time.monotonic() - started) * 60
         print(f"unchanged job, SIGKILL of the driver: {kill_rate:.1f} schedules/min ({len(kills)})")
 
-    from harness.spark.streaming import StreamConfig, Variant, run_stream
+    from harness.spark.streaming import StreamConfig, Variant
+    from harness.spark.streaming.variantsearch import explore_variant
 
     config = StreamConfig(logs=("in0",), max_records_per_batch=2)
     builtin = [
         s for s in plan if all(getattr(step, "point", None) != "after-commit" for step in s.steps)
     ]
     started = time.monotonic()
-    for number, schedule in enumerate(builtin):
-        run_stream(
-            Variant.FOREACH_BATCH_IDEMPOTENT,
-            schedule,
-            workdir=work / f"builtin-{number}",
-            config=config,
-        )
+    explore_variant(  # through the engine's loop, as the job's search
+        Variant.FOREACH_BATCH_IDEMPOTENT,
+        workdir=work / "builtin",
+        config=config,
+        plan=builtin,
+        max_examples=len(builtin),
+    )
     base_rate = len(builtin) / (time.monotonic() - started) * 60
     print(
         f"baseline, built-in variant: {base_rate:.1f} schedules/min ({len(builtin)} schedules, "

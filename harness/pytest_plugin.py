@@ -64,7 +64,6 @@ if TYPE_CHECKING:
     from harness.check import Guarantee
     from harness.engine import CounterexampleFound, Exploration, Failure, Replay
     from harness.faults.kinds import Fault
-    from harness.faults.schedule import Schedule
     from harness.log.namespace import Namespace
     from harness.offsets.base import OffsetStore
     from harness.sim.simulator import Processor
@@ -862,7 +861,7 @@ def _replay_report(failure: Failure, path: Path) -> str:
     from harness.check import Status
 
     held = "does NOT hold" if failure.verdict.status is Status.INVALID else "could not be shown"
-    schedule: Schedule = failure.schedule
+    schedule = failure.schedule
     return "\n".join(
         [
             f"{failure.guarantee.value} {held} for {failure.processor} ({failure.backend} "

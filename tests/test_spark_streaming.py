@@ -737,6 +737,40 @@ def test_same_schedule_same_history(
     assert first.replayed_rows == 4
 
 
+def test_the_built_in_variants_are_searched_through_the_engine_s_door(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    from harness.engine.results import CounterexampleFound
+    from harness.spark.streaming.jobsearch import JobReplay, replay_job
+    from harness.spark.streaming.variantsearch import explore_variant
+
+    with pytest.raises(CounterexampleFound) as caught:
+        explore_variant(
+            Variant.FOREACH_BATCH_APPEND,
+            Guarantee.EXACTLY_ONCE,
+            workdir=tmp_path / "append",
+            max_examples=2,
+            sigkill=False,
+            failures_dir=tmp_path / "failures",
+            spark=spark,
+        )
+    failure = caught.value.failure
+    assert AnomalyKind.DUPLICATE in {a.kind for a in failure.verdict.anomalies}
+    assert failure.examples == 1 and dict(failure.coverage.fired) == {"after-write/raise": 1}
+    assert failure.replay_file is not None
+    replayed = replay_job(JobReplay.load(failure.replay_file), workdir=tmp_path / "r", spark=spark)
+    assert replayed.history.events == failure.history.events  # same schedule, same history
+    held = explore_variant(  # the variant's own claim: exactly-once
+        Variant.FOREACH_BATCH_IDEMPOTENT,
+        workdir=tmp_path / "idempotent",
+        max_examples=2,
+        sigkill=False,
+        spark=spark,
+    )
+    assert held.examples == 2 and held.guarantee is Guarantee.EXACTLY_ONCE
+    assert held.coverage.fired["after-write/raise"] == 2
+
+
 # -- schedules as data ---------------------------------------------------------------------------
 
 

@@ -99,11 +99,13 @@ def replay_job_file(job: JobReplay, source: str, *, run_seconds: float | None = 
     from harness.spark.streaming.job import quiet_session
     from harness.spark.streaming.jobsearch import replay_job
 
-    subject = job.spark_job()
-    if run_seconds is not None:
-        if run_seconds <= 0:
-            raise ConfigError(f"--run-seconds must be > 0, got {run_seconds}")
-        subject = dataclasses.replace(subject, timeout_s=float(run_seconds))
+    if run_seconds is not None and run_seconds <= 0:
+        raise ConfigError(f"--run-seconds must be > 0, got {run_seconds}")
+    subject = None  # a built-in variant's file: the file says which
+    if job.variant is None:
+        subject = job.spark_job()
+        if run_seconds is not None:
+            subject = dataclasses.replace(subject, timeout_s=float(run_seconds))
     workdir = Path(tempfile.mkdtemp(prefix="harness-replay-spark-job-"))
     print(f"the job's world (checkpoints, sinks, logs) is kept in {workdir}", file=sys.stderr)
     return replay_job(

@@ -9,48 +9,48 @@ the verdict, the shrunk schedule (as steps and as JSON), the seed and a one-line
 command. The failing schedule is saved as a *replay file*
 (:mod:`harness.engine.replay_file`) so ``python -m harness replay FILE`` reproduces it
 without Hypothesis.
+
+The loop does not know what it searches: it drives a
+:class:`~harness.engine.system.SystemUnderTest` (``explore`` the simulator's,
+:class:`~harness.engine.system.Simulated`), and :func:`explore_system` runs it for any
+system, such as an unchanged Spark job (``harness.spark.streaming.jobsearch``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import shlex
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Generic, NoReturn
 
 from harness._output import writable
 from harness._progress import Stage, Tick, notify
 from harness._shown import shown
-from harness.check import Guarantee, Status, Verdict, guarantee_of
+from harness.check import Guarantee, Status, Verdict, check, guarantee_of
 from harness.engine.loading import SearchSkipped, loading_script
-from harness.engine.replay_file import DEFAULT_FAILURES_DIR, Replay
-from harness.engine.reruns import rerun
+from harness.engine.replay_file import DEFAULT_FAILURES_DIR
 from harness.engine.results import CounterexampleFound, Exploration, Failure
-from harness.engine.runs import run_once
+from harness.engine.system import S, Simulated, SystemPlan, SystemRun, SystemUnderTest
 from harness.errors import ConfigError
-from harness.faults.schedule import Schedule
-from harness.faults.simplify import simplify
 from harness.history.events import History
 from harness.search.coverage import Coverage
-from harness.search.drawn import drawn_phase
 from harness.search.problems import Problems
-from harness.search.systematic import Plan, coverage, plan
-from harness.sim.budget import TIME_RAN_OUT, RunBudget, run_budget
+from harness.sim.budget import DEFAULT_RUN_BUDGET, TIME_RAN_OUT, RunBudget, run_budget
 from harness.sim.simulator import Processor, processor_path
 from harness.sim.topology import Topology
 from harness.sim.world import BACKENDS, Backend
 
 if TYPE_CHECKING:
     from harness.faults.kinds import Fault
+    from harness.faults.schedule import Schedule
     from harness.search.profiles import Profile
     from harness.settings import Settings
 
-__all__ = ["default_seed", "explore"]
+__all__ = ["default_seed", "explore", "explore_system"]
 
 
 def default_seed(processor: str) -> int:
@@ -119,13 +119,12 @@ def explore(
     seed = default_seed(name) if chosen.seed is None else chosen.seed
     start, failures_dir = _anchored(failures_dir)
 
-    def search(problems: Problems, before: int) -> _Search:
+    system = Simulated(processor, topology, backend)
+
+    def search(problems: Problems, before: int) -> _Search[Schedule]:
         found = _Search(
-            processor,
-            name,
+            system,
             claimed,
-            topology,
-            backend,
             fault_set(chosen.faults),
             seed + len(problems.known),  # a search after a failure draws other schedules
             failures_dir,
@@ -143,7 +142,39 @@ def explore(
     return Exploration(name, claimed, done.ran, seed, done.coverage())
 
 
-def _every_problem(search: Callable[[Problems, int], _Search], max_problems: int) -> _Search:
+def explore_system(
+    system: SystemUnderTest[S],
+    guarantee: Guarantee | str,
+    *,
+    max_examples: int,
+    planned: int | None = None,
+    seed: int = 0,
+    failures_dir: str | os.PathLike[str] | None = DEFAULT_FAILURES_DIR,
+    max_steps: int = 0,
+    budget: RunBudget = DEFAULT_RUN_BUDGET,
+) -> Exploration:
+    """The search :func:`explore` runs, for any :class:`SystemUnderTest`: up to ``planned``
+    of its planned schedules (default three quarters of ``max_examples``; 0: none), then its
+    drawn phase for the rest, every run's history judged by the checker; the first failure
+    (one problem) shrunk by the system, explained, saved to ``failures_dir`` and raised as
+    :class:`CounterexampleFound`, whose ``failure.schedule`` is the system's schedule type.
+    ``max_steps`` is handed to the system's drawn phase (its own default when 0)."""
+    claimed = guarantee_of(guarantee)
+    start, where = _anchored(failures_dir)
+
+    def search(problems: Problems, before: int) -> _Search[S]:
+        found = _Search(
+            system, claimed, frozenset(), seed, where, limit=budget, total=max_examples, start=start
+        )
+        found.systematic(max_examples * 3 // 4 if planned is None else min(planned, max_examples))
+        found.drawn(max_examples - found.ran, max_steps)
+        return found
+
+    done = _every_problem(search, 1)
+    return Exploration(system.name, claimed, done.ran, seed, done.coverage())
+
+
+def _every_problem(search: Callable[[Problems, int], _Search[S]], max_problems: int) -> _Search[S]:
     """Search again after each failure, for problems not found yet, up to ``max_problems``;
     raise them all, or return the passing search."""
     problems = Problems()
@@ -170,16 +201,13 @@ def _ran_out(verdict: Verdict) -> bool:
     return any(TIME_RAN_OUT in reason for reason in verdict.reasons)
 
 
-class _Search:
+class _Search(Generic[S]):
     """One exploration's state: the phases run in turn, and the failure path they share."""
 
     def __init__(
         self,
-        processor: Processor,
-        name: str,
+        system: SystemUnderTest[S],
         guarantee: Guarantee,
-        topology: Topology,
-        backend: Backend,
         faults: frozenset[Fault],
         seed: int,
         failures_dir: str | os.PathLike[str] | None,
@@ -191,17 +219,21 @@ class _Search:
         before: int = 0,
     ) -> None:
         self.start = start
+        """The working directory the search began in: a replay file's path is shown from it."""
         self.before = before
         """Schedules the earlier searches of this exploration ran (progress counts on)."""
-        """The working directory the search began in: a replay file's path is shown from it."""
-        self.processor, self.name, self.guarantee = processor, name, guarantee
-        self.topology, self.backend, self.faults = topology, backend, faults
-        self.seed, self.failures_dir = seed, failures_dir
-        self.plan: Plan | None = None
+        self.system: SystemUnderTest[S] = system
+        self.name, self.guarantee = system.name, guarantee
+        self.faults, self.seed, self.failures_dir = faults, seed, failures_dir
+        self.plan: SystemPlan[S] | None = None
         self.ran = 0
         self.planned_ran = 0
         self.drawn_ran = 0
         self.failures = 0
+        self.fired: dict[str, int] = {}
+        """The faults that fired in the search's runs (not the shrinking ones), by name."""
+        self.last: tuple[S, SystemRun] | None = None
+        """The last schedule run and what it returned (a failure's final run reuses it)."""
         self.total = total
         """The schedules the whole search may run (for progress)."""
         self.limit = limit
@@ -212,27 +244,23 @@ class _Search:
         self.problems = problems or Problems()
         """The problems found by earlier searches: a failure showing one of them is not one."""
 
-    def run(self, schedule: Schedule) -> tuple[History, Verdict]:
-        return run_once(
-            self.processor,
-            schedule,
-            self.guarantee,
-            topology=self.topology,
-            backend=self.backend,
-            budget=self.limit,
-        )
+    def run(self, schedule: S) -> tuple[History, Verdict]:
+        ran = self.system.run(schedule, self.limit)
+        self.last = (schedule, ran)
+        return ran.history, check(ran.history, self.guarantee)
 
-    def is_new(self, schedule: Schedule, verdict: Verdict) -> bool:
+    def is_new(self, schedule: S, verdict: Verdict) -> bool:
         """Whether a failing run is not a problem an earlier search found."""
         return not self.problems.known or self.problems.is_new(
             schedule, verdict, lambda again: self.run(again)[1]
         )
 
-    def searched(
-        self, schedule: Schedule, history: History, verdict: Verdict, shrinking: bool
-    ) -> bool:
+    def searched(self, schedule: S, history: History, verdict: Verdict, shrinking: bool) -> bool:
         """Count one search run, report progress; True if it failed with a problem not known
         yet (the first failure sets the budget of the shrinking runs that follow)."""
+        if not shrinking and self.last is not None:
+            for name in self.last[1].fired:
+                self.fired[name] = self.fired.get(name, 0) + 1
         failed = verdict.status is not Status.VALID and self.is_new(schedule, verdict)
         if failed and not shrinking and self.failures == 0:
             self.limit = self.limit.for_shrinking(history.events[-1].detail)
@@ -246,14 +274,15 @@ class _Search:
         if self.plan is None:
             return Coverage(drawn=self.drawn_ran)
         earlier = self.problems.resume - self.planned_ran  # run by the earlier searches
-        return coverage(self.plan, self.planned_ran + earlier, self.drawn_ran, reused=earlier)
+        return self.system.coverage(
+            self.plan, self.planned_ran + earlier, self.drawn_ran, earlier, dict(self.fired)
+        )
 
     def systematic(self, limit: int) -> None:
         """Run the systematic phase's first ``limit`` schedules (0: skip the phase)."""
         if limit <= 0:
             return
-        # the fault points are the same on every backend: probe and plan on the fast one
-        self.plan = plan(self.processor, self.topology, self.faults, budget=self.limit)
+        self.plan = self.system.plan(self.faults, self.limit)
         # a processor that hangs without faults hangs under them: a second a run is enough
         self.limit = self.limit.for_shrinking(self.plan.ran_out)
         for index, planned in enumerate(self.plan.schedules[:limit]):
@@ -262,11 +291,11 @@ class _Search:
             self.problems.resume = index + 1
             self.ran += 1
             self.planned_ran += 1
-            history, verdict = self.run(planned.schedule)
-            if self.searched(planned.schedule, history, verdict, shrinking=False):
-                self.fail(planned.schedule, verdict, self.ran, time.perf_counter() - self.started)
+            history, verdict = self.run(planned)
+            if self.searched(planned, history, verdict, shrinking=False):
+                self.fail(planned, verdict, self.ran, time.perf_counter() - self.started)
 
-    def attempt(self, schedule: Schedule, shrinking: bool) -> tuple[History, Verdict, bool]:
+    def attempt(self, schedule: S, shrinking: bool) -> tuple[History, Verdict, bool]:
         """Run one drawn schedule (the drawn phase's :data:`~harness.search.drawn.Attempt`)."""
         self.ran += 1
         self.drawn_ran += not shrinking
@@ -277,56 +306,46 @@ class _Search:
         return history, verdict, failed
 
     def drawn(self, budget: int, max_steps: int) -> None:
-        """Let Hypothesis draw up to ``budget`` schedules (and shrink a failing one)."""
-        found = drawn_phase(
-            self.attempt,
-            self.topology,
-            self.faults,
-            budget=budget,
-            max_steps=max_steps,
-            seed=self.seed,
+        """Let the system draw up to ``budget`` schedules (and shrink a failing one)."""
+        if budget <= 0:
+            return
+        found = self.system.drawn(
+            self.attempt, self.faults, budget=budget, max_steps=max_steps, seed=self.seed
         )
         if found is not None:
-            self.fail(*found, *self.first)
+            schedule, verdict = found
+            self.fail(schedule, verdict, self.first[0], self.first[1])
 
-    def fail(self, schedule: Schedule, verdict: Verdict, first: int, seconds: float) -> NoReturn:
-        """Shrink ``schedule`` further, save the replay file and raise the failure."""
+    def shrunk(self, schedule: S, verdict: Verdict) -> tuple[S, History, Verdict]:
+        """``schedule`` made smaller by the system while it fails the same way, with the
+        history and verdict of a run of it (the search's or the shrinking's, else a new one)."""
         kinds = _failing_kinds(verdict)
-        timed_out = any(TIME_RAN_OUT in reason for reason in verdict.reasons)
+        tried: dict[str, tuple[History, Verdict]] = {}
+        if self.last is not None and self.last[0] == schedule:
+            tried[schedule.dumps()] = (self.last[1].history, verdict)
 
-        def still_fails(candidate: Schedule) -> bool:
-            _, again = self.run(candidate)
+        def still_fails(candidate: S) -> bool:
+            _, again = tried[candidate.dumps()] = self.run(candidate)
             return (
                 again.status is verdict.status
                 and _failing_kinds(again) == kinds
                 and self.is_new(candidate, again)
             )
 
-        schedule = simplify(schedule, still_fails)
+        schedule = self.system.simplify(schedule, still_fails)
+        if schedule.dumps() in tried:  # a run costs seconds on some systems: not again
+            return (schedule, *tried[schedule.dumps()])
         history, verdict = self.run(schedule)
-        seen = rerun(
-            self.processor,
-            schedule,
-            history,
-            verdict,
-            topology=self.topology,
-            backend=self.backend,
-            budget=self.limit,
-            failed=True,
-            timed_out=timed_out,
-        )
+        return schedule, history, verdict
+
+    def fail(self, schedule: S, verdict: Verdict, first: int, seconds: float) -> NoReturn:
+        """Shrink ``schedule`` further, save the replay file and raise the failure."""
+        timed_out = any(TIME_RAN_OUT in reason for reason in verdict.reasons)
+        schedule, history, verdict = self.shrunk(schedule, verdict)
+        seen = self.system.rerun(schedule, history, verdict, budget=self.limit, timed_out=timed_out)
         history, verdict = seen.history, seen.verdict  # a flaky processor's failure says so
         covered = self.coverage()
-        spec = Replay(
-            self.name,
-            self.guarantee,
-            self.topology,
-            self.backend,
-            schedule,
-            _source_file(self.processor),
-            self.seed,
-            _factory(self.processor),
-        )
+        spec = self.system.replay(self.guarantee, schedule, self.seed, verdict)
         replay_file, note = None, None
         if self.failures_dir is not None:
             replay_file, note = spec.keep(self.failures_dir)
@@ -343,7 +362,7 @@ class _Search:
             Failure(
                 processor=self.name,
                 guarantee=self.guarantee,
-                backend=self.backend,
+                backend=self.system.backend,
                 verdict=verdict,
                 schedule=schedule,
                 history=history,
@@ -374,17 +393,3 @@ def _anchored(failures_dir: str | os.PathLike[str] | None) -> tuple[str, Path | 
 
 def _failing_kinds(verdict: Verdict) -> frozenset[str]:
     return frozenset(anomaly.kind.value for anomaly in verdict.anomalies)
-
-
-def _factory(processor: Processor) -> Mapping[str, Any] | None:
-    """The processor's own recipe for a replay file (``replay_spec()``), if it has one."""
-    replay_spec = getattr(processor, "replay_spec", None)
-    return replay_spec() if callable(replay_spec) else None
-
-
-def _source_file(processor: Processor) -> str | None:
-    try:
-        file = inspect.getsourcefile(processor)
-    except TypeError:
-        return None
-    return None if file is None else str(Path(file).resolve())

@@ -14,6 +14,7 @@ from pathlib import Path
 from harness.check import Guarantee, Status, Verdict
 from harness.errors import HarnessError
 from harness.faults.schedule import Schedule
+from harness.faults.streams import StreamSchedule
 from harness.history.events import History
 from harness.report.subject import ProcessorError
 from harness.search.coverage import Coverage
@@ -28,9 +29,11 @@ class Failure:
 
     processor: str
     guarantee: Guarantee
-    backend: Backend
+    backend: Backend | str
+    """Where the runs happened: a simulator backend, or ``spark`` for a streaming job."""
     verdict: Verdict
-    schedule: Schedule
+    schedule: Schedule | StreamSchedule
+    """The shrunk schedule, of the searched system's type (:mod:`harness.engine.system`)."""
     history: History
     seed: int
     examples: int

@@ -3,7 +3,8 @@
 "held: 1000 schedules" says little; "held: 53/53 fault points, 263/263 single faults,
 203/203 pairs, 1000 schedules (466 systematic, 534 drawn)" says what was tried. A
 :class:`Coverage` is plain data: the systematic phase's fault points, its single faults per
-kind (injected / planned) and pairs, and how many schedules each phase ran. It renders as that
+kind (injected / planned) and pairs, how many schedules each phase ran and, for a system
+whose runs name the faults that fired (a streaming job's), those by name. It renders as that
 one line (:meth:`Coverage.summary`) and as JSON (:meth:`Coverage.to_json`).
 """
 
@@ -43,6 +44,10 @@ class Coverage:
     """The faults searched for that the systematic phase planned nowhere, each with why
     (no point of the processor's could take it: no timer for a tick, no choice for a
     reorder...)."""
+    fired: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    """The faults that fired in the search's runs, by name, for a system whose runs say so (a
+    streaming job's ``after-write/raise``, ``task/retried``...; empty for the simulator,
+    whose points and single faults above say what its plan covered)."""
 
     @property
     def schedules(self) -> int:
@@ -59,6 +64,12 @@ class Coverage:
     def summary(self) -> str:
         """One line: points, single faults, pairs, schedules by phase; when no fault was
         planned anywhere, the points and why each fault searched for applies at none."""
+        if self.fired or (not self.points and self.systematic):
+            reached = ", ".join(f"{k} x{v}" for k, v in sorted(self.fired.items())) or "none"
+            return (
+                f"{self.schedules} schedules ({self.systematic} planned, {self.drawn} drawn), "
+                f"faults fired: {reached}"
+            )
         if not self.points:
             return f"{self.drawn} schedules drawn (systematic phase off)"
         run, planned = self.single_faults
@@ -90,5 +101,6 @@ class Coverage:
             "drawn": self.drawn,
             "reused": self.reused,
             "unplanned": {fault.value: why for fault, why in sorted(self.unplanned.items())},
+            **({"fired": dict(sorted(self.fired.items()))} if self.fired else {}),
             "summary": self.summary(),
         }

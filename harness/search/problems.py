@@ -45,6 +45,7 @@ from harness.faults.schedule import (
     Truncate,
 )
 from harness.faults.schedule import Run as RunCalls
+from harness.faults.streams import StreamSchedule, StreamStep
 
 __all__ = ["DEFAULT_MAX_PROBLEMS", "Problem", "Problems", "fault_of", "root_faults"]
 
@@ -54,9 +55,10 @@ DEFAULT_MAX_PROBLEMS: Final = 5
 
 Run = Callable[[Schedule], Verdict]
 T = TypeVar("T")
+A = TypeVar("A", Schedule, StreamSchedule)
 
 
-def fault_of(step: Step) -> Fault | None:
+def fault_of(step: Step | StreamStep) -> Fault | None:
     """The fault kind a schedule step injects (None: ``Run`` or an acknowledged ``Produce``)."""
     if isinstance(step, Crash):
         return Fault.MACHINE_CRASH if step.machine else Fault.CRASH
@@ -86,7 +88,7 @@ def family(fault: Fault) -> frozenset[Fault]:
     return _PROCESS_LOSS if fault in _PROCESS_LOSS else frozenset({fault})
 
 
-def root_faults(schedule: Schedule) -> frozenset[Fault]:
+def root_faults(schedule: Schedule | StreamSchedule) -> frozenset[Fault]:
     """The fault kinds ``schedule`` holds."""
     return frozenset(f for f in map(fault_of, schedule.steps) if f is not None)
 
@@ -135,14 +137,14 @@ class Problems:
     """How many of the systematic phase's planned schedules the searches have run (each
     passed, or failed with a known problem): a later search starts after them."""
 
-    def add(self, schedule: Schedule, verdict: Verdict) -> Problem:
+    def add(self, schedule: Schedule | StreamSchedule, verdict: Verdict) -> Problem:
         problem = Problem(
             verdict.status, kinds_of(verdict), root_faults(schedule), face_of(verdict)
         )
         self.known.append(problem)
         return problem
 
-    def is_new(self, schedule: Schedule, verdict: Verdict, run: Run) -> bool:
+    def is_new(self, schedule: A, verdict: Verdict, run: Callable[[A], Verdict]) -> bool:
         """Whether the failing ``schedule`` (its ``verdict``) shows a problem not known yet:
         no known problem shows the same face (:func:`face_of`: status, first anomaly kind,
         and for a loss whether the records were read), or each that does has other root
@@ -151,14 +153,16 @@ class Problems:
         (at most two more runs per known problem of that face)."""
         face = face_of(verdict)
         same = [p for p in self.known if p.face == face]
-        held = frozenset().union(*map(family, root_faults(schedule)))
+        if not isinstance(schedule, Schedule):  # a streaming job's: no simulator faults to
+            return not same  # take out, so its face alone tells
+        held: frozenset[Fault] = frozenset().union(*map(family, root_faults(schedule)))
         for problem in sorted(same, key=lambda p: len(p.faults)):
             if problem.faults and problem.faults <= held:
                 # it holds that problem's root faults, and more: the extra ones are what a
                 # search for a *new* problem kept while shrinking (without them the calls
                 # shift and the run may pass), not another cause
                 return False
-            allowed = frozenset().union(*map(family, problem.faults))
+            allowed: frozenset[Fault] = frozenset().union(*map(family, problem.faults))
             if all(fault_of(s) in (None, *allowed) for s in schedule.steps):
                 return False
             for without in _without(schedule, allowed):

@@ -13,8 +13,9 @@
 * :mod:`harness.spark.streaming.job` runs a user's PySpark job, unchanged, under a stream
   schedule (its Kafka source and sink served by the reference log,
   :mod:`~harness.spark.streaming.kafka_source`); :mod:`~harness.spark.streaming.jobsearch`
-  plans a crash at every micro-batch point, then draws, and saves counterexamples
-  (``python -m harness spark-job``).
+  makes the job a system under test of the engine's search (a crash at every micro-batch
+  point planned, then drawn ones; counterexamples saved; ``python -m harness spark-job``),
+  and :mod:`~harness.spark.streaming.variantsearch` does so for the built-in variants.
 
 Importing this package imports neither pyspark nor Hypothesis; a query run imports pyspark.
 ``docs/streaming.md`` describes the variants, the crashes and the measured throughput.

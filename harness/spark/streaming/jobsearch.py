@@ -4,13 +4,15 @@
 micro-batch: for each way of dying (``RAISE`` in this process, ``SIGKILL`` of a child driver),
 each point (``before-write``, ``after-write``, ``after-commit``) and each batch of the first
 run, ``produce, crash at (batch, point, how), produce`` (the last produce is input arriving
-while the job is down), then the drain. :func:`explore_job` runs that plan, then schedules
-drawn from a seeded generator (:func:`draw_schedule`: more produce, run and crash steps,
-at most one SIGKILL each), judges each history with the local checker and stops at the first
-counterexample, which it saves as a replay file (:class:`JobReplay`). The
+while the job is down), then the drain. :func:`explore_job` hands the job to the engine's
+search loop (:func:`harness.engine.explorer.explore_system`) as a :class:`SparkJobSystem`
+(:class:`StreamSystem`: what the job and the built-in variants share), which runs that plan,
+then schedules drawn from a seeded generator (:func:`draw_schedule`: more produce, run and
+crash steps, at most one SIGKILL each), judges each history with the local checker and stops
+at the first counterexample, saved as a replay file (:class:`JobReplay`). The
 :class:`JobExploration` says what was tried: the crash points that fired, by point and way,
-against those planned. The planned schedules are already minimal (one crash);
-a drawn counterexample is made smaller greedily with a few more runs. No pyspark on import.
+against those planned. The planned schedules are already minimal (one crash); a drawn
+counterexample is made smaller greedily with a few more runs. No pyspark on import.
 """
 
 from __future__ import annotations
@@ -22,10 +24,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, final
 
 from harness._shown import shown
 from harness.check.verdict import Guarantee, Status, Verdict
+from harness.engine.reruns import Rerun
+from harness.engine.system import SystemAttempt, SystemPlan, SystemRun
 from harness.errors import ConfigError
 from harness.faults.streams import (
     CrashHow,
@@ -39,10 +44,16 @@ from harness.faults.streams import (
     StreamStep,
 )
 from harness.history.events import History
+from harness.search.coverage import Coverage
+from harness.sim.budget import RunBudget
 from harness.spark.streaming.job import JobResult, SparkJob, run_job
 
 if TYPE_CHECKING:
+    import os
+
     from pyspark.sql import SparkSession
+
+    from harness.faults.kinds import Fault
 
 __all__ = [
     "JOB_REPLAY_VERSION",
@@ -51,6 +62,7 @@ __all__ = [
     "JobFailure",
     "JobExplorer",
     "JobReplay",
+    "SparkJobSystem",
     "draw_schedule",
     "explore_job",
     "planned_schedules",
@@ -126,11 +138,17 @@ def _spread(total: int, parts: int) -> list[int]:
 
 
 def draw_schedule(
-    rng: random.Random, *, logs: int = 1, sigkill: bool = True, resends: bool = False
+    rng: random.Random,
+    *,
+    logs: int = 1,
+    sigkill: bool = True,
+    resends: bool = False,
+    points: Sequence[CrashPoint] = POINTS,
+    tasks: bool = True,
 ) -> StreamSchedule:
     """A drawn schedule: a produce, a crash, then up to three produce / run / crash /
     task-failure (and, with ``resends``, resend) steps; at most one SIGKILL (each costs a
-    JVM)."""
+    JVM). ``points`` and ``tasks=False`` narrow it to what a built-in variant takes."""
     kills = 0
 
     def crash() -> CrashQuery:
@@ -138,7 +156,7 @@ def draw_schedule(
         how = CrashHow.RAISE
         if sigkill and kills == 0 and rng.random() < 0.25:
             how, kills = CrashHow.SIGKILL, 1
-        return CrashQuery(batch=rng.randrange(3), point=rng.choice(POINTS), how=how)
+        return CrashQuery(batch=rng.randrange(3), point=rng.choice(points), how=how)
 
     def produce() -> ProduceRecords:
         return ProduceRecords(count=rng.randint(1, 6), log=rng.randrange(logs))
@@ -154,9 +172,10 @@ def draw_schedule(
             return FailTask(batch=rng.randrange(2))
         return ResendRecords(count=rng.randint(1, 3), log=rng.randrange(logs))
 
+    kinds = [0, 1, 2, *([3] if tasks else []), *([4] if resends else [])]
     steps: list[StreamStep] = [produce(), crash()]
     for _ in range(rng.randrange(4)):
-        steps.append(other(rng.randrange(5 if resends else 4)))
+        steps.append(other(rng.choice(kinds)))
     return StreamSchedule(steps=tuple(steps))
 
 
@@ -173,9 +192,12 @@ class JobReplay:
     summary: str = ""
     job: Mapping[str, Any] | None = None
     seed: int | None = None
+    variant: Mapping[str, Any] | None = None
+    """A built-in variant's failure instead of a job's: ``{"variant": NAME, "config":
+    {...}}`` (:mod:`harness.spark.streaming.variantsearch`); written only when set."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "harness_spark_job_replay": JOB_REPLAY_VERSION,
             "app": self.app,
             "guarantee": self.guarantee.value,
@@ -184,8 +206,11 @@ class JobReplay:
             "seed": self.seed,
             "job": None if self.job is None else dict(self.job),
         }
+        if self.variant is not None:
+            data["variant"] = dict(self.variant)
+        return data
 
-    def save(self, directory: str | Path) -> Path:
+    def save(self, directory: str | os.PathLike[str]) -> Path:
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha1(self.schedule.dumps().encode()).hexdigest()[:10]
@@ -193,6 +218,13 @@ class JobReplay:
         path = folder / name
         path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
         return path
+
+    def keep(self, directory: str | os.PathLike[str]) -> tuple[Path | None, str | None]:
+        """:meth:`save` as the engine keeps a replay file: the file, or None and why not."""
+        try:
+            return self.save(directory), None
+        except OSError as exc:
+            return None, f"cannot write the replay file in {str(directory)!r}: {exc}"
 
     @classmethod
     def from_json(cls, data: object, where: str = "the replay file") -> JobReplay:
@@ -203,7 +235,7 @@ class JobReplay:
                 f"{where} is not a spark-job replay file (no harness_spark_job_replay: "
                 f"{JOB_REPLAY_VERSION}); pass a file that spark-job saved"
             )
-        job, seed = data.get("job"), data.get("seed")
+        job, seed, variant = data.get("job"), data.get("seed"), data.get("variant")
         try:
             return cls(
                 app=str(data["app"]),
@@ -212,6 +244,7 @@ class JobReplay:
                 summary=str(data.get("verdict", "")),
                 job=job if isinstance(job, Mapping) else None,
                 seed=seed if type(seed) is int else None,
+                variant=variant if isinstance(variant, Mapping) else None,
             )
         except (KeyError, ValueError) as exc:
             raise ConfigError(f"{where} is not a whole spark-job replay file: {exc}") from None
@@ -300,8 +333,14 @@ def replay_job(
     spark: SparkSession | None = None,
     replay_command: str | None = None,
 ) -> JobFailure:
-    """Run a saved schedule again (against ``job``, default the file's own) and judge it."""
+    """Run a saved schedule again (against ``job``, default the file's own: a job, or a
+    built-in variant) and judge it."""
     from harness.check.local import check
+
+    if job is None and replay.variant is not None:
+        from harness.spark.streaming.variantsearch import replay_variant
+
+        return replay_variant(replay, workdir=workdir, spark=spark, replay_command=replay_command)
 
     subject = replay.spark_job() if job is None else job
     result = run_job(subject, replay.schedule, workdir=workdir, spark=spark, run_id="replay")
@@ -380,55 +419,222 @@ def explore_job(
     on_schedule: Callable[[int, JobResult, Verdict], None] | None = None,
     shrink_runs: int = 8,
 ) -> JobExploration:
-    """Run the planned schedules (default :func:`planned_schedules` for ``job``), then drawn
-    ones, up to ``max_schedules`` in all; stop at the first history that is not VALID
-    (INVALID, or UNKNOWN: a run that could not be judged never passes). A drawn
-    counterexample is made smaller with at most ``shrink_runs`` more runs (:func:`_shrink`)."""
+    """Search ``job`` with the engine's loop (:func:`harness.engine.explorer.explore_system`
+    over a :class:`SparkJobSystem`): the planned schedules (default :func:`planned_schedules`
+    for ``job``), then drawn ones, up to ``max_schedules`` in all; stop at the first history
+    that is not VALID (INVALID, or UNKNOWN: a run that could not be judged never passes). A
+    drawn counterexample is made smaller with at most ``shrink_runs`` more runs."""
     from harness.check.local import check
+    from harness.engine.explorer import explore_system
+    from harness.engine.results import CounterexampleFound
 
     wanted = Guarantee(guarantee)
-    if plan is None:
-        hows = (CrashHow.RAISE, CrashHow.SIGKILL) if sigkill else (CrashHow.RAISE,)
-        plan = planned_schedules(logs=len(job.logs()), hows=hows, resends=job.upstream_resends)
-    explored = JobExploration(guarantee=wanted, planned=min(len(plan), max_schedules), seed=seed)
-    rng = random.Random(seed)
-    started = time.monotonic()
-    for number in range(max_schedules):
-        schedule = (
-            plan[number]
-            if number < len(plan)
-            else draw_schedule(
-                rng, logs=len(job.logs()), sigkill=sigkill, resends=job.upstream_resends
-            )
-        )
-        result = run_job(
-            job,
-            schedule,
-            workdir=Path(workdir) / f"schedule-{number}",
-            spark=spark,
-            run_id=f"schedule-{number}",
-        )
-        verdict = check(result.history, wanted)
-        explored.schedules += 1
-        for name in _fired(result):
-            explored.fired[name] = explored.fired.get(name, 0) + 1
+
+    def seen(number: int, result: JobResult) -> None:
         if on_schedule is not None:
-            on_schedule(number, result, verdict)
-        if verdict.status is not Status.VALID:
-            explored.first_failure_s = time.monotonic() - started
-            if number >= len(plan) and shrink_runs > 0:  # a drawn one: make it smaller
-                result, verdict, explored.shrink_runs = _shrink(
-                    job, result, verdict, Path(workdir) / "shrink", spark, shrink_runs
-                )
-                schedule = result.schedule
-            explored.failure, explored.verdict = result, verdict
-            if failures_dir is not None:
-                summary = verdict.summary().splitlines()[0]
-                replay = JobReplay(job.app, wanted, schedule, summary, job.to_json(), seed)
-                explored.replay_file = replay.save(failures_dir)
-            break
+            on_schedule(number, result, check(result.history, wanted))
+
+    system = SparkJobSystem(
+        job,
+        workdir=workdir,
+        spark=spark,
+        sigkill=sigkill,
+        plan=plan,
+        shrink_runs=shrink_runs,
+        on_run=seen,
+    )
+    explored = JobExploration(
+        guarantee=wanted, planned=min(len(system.planned), max_schedules), seed=seed
+    )
+    started = time.monotonic()
+    try:
+        done = explore_system(
+            system,
+            wanted,
+            max_examples=max_schedules,
+            planned=max_schedules,
+            seed=seed,
+            failures_dir=failures_dir,
+        )
+        explored.schedules, explored.fired = done.examples, dict(done.coverage.fired)
+    except CounterexampleFound as found:
+        failure = found.failure
+        assert isinstance(failure.schedule, StreamSchedule)
+        explored.schedules, explored.fired = failure.examples, dict(failure.coverage.fired)
+        explored.failure = system.results[failure.schedule.dumps()]
+        explored.verdict, explored.replay_file = failure.verdict, failure.replay_file
+        explored.first_failure_s = failure.first_failure_seconds
+    explored.shrink_runs = system.shrink_spent
     explored.seconds = time.monotonic() - started
     return explored
+
+
+class StreamSystem:
+    """What the engine's two streaming systems share (:class:`SparkJobSystem`, a user's job;
+    :class:`~harness.spark.streaming.variantsearch.VariantSystem`, a built-in variant): each
+    run in its own directory of ``workdir`` (``schedule-<n>``, ``shrink/<n>``); the plan
+    given (the default is the subclass's), the drawn phase :func:`draw_schedule` from a seeded
+    generator, the shrinking a few greedy steps (:func:`_smaller`, at most ``shrink_runs``
+    runs, none for a planned schedule: it has one fault already); a failure is not run
+    again (each run costs seconds). ``results`` keeps each schedule's run result by its JSON
+    (:meth:`StreamSchedule.dumps`). A subclass plays one schedule (:meth:`play`) and names
+    the system and its replay file."""
+
+    draws: Mapping[str, Any] = MappingProxyType({})
+    """Keywords of :func:`draw_schedule` for this kind of system (what its runs refuse)."""
+
+    def __init__(
+        self,
+        plan: Sequence[StreamSchedule],
+        *,
+        logs: int,
+        workdir: str | Path,
+        spark: SparkSession | None = None,
+        sigkill: bool = True,
+        resends: bool = False,
+        shrink_runs: int = 8,
+        on_run: Callable[[int, Any], None] | None = None,
+    ) -> None:
+        self.planned: tuple[StreamSchedule, ...] = tuple(plan)
+        self.logs, self.workdir, self.spark = logs, Path(workdir), spark
+        self.sigkill, self.resends = sigkill, resends
+        self.shrink_runs, self.on_run = shrink_runs, on_run
+        self.results: dict[str, Any] = {}
+        self.runs = 0
+        """Search runs so far (each in ``schedule-<n>``)."""
+        self.shrink_spent = 0
+        """Runs spent making a drawn counterexample smaller (each in ``shrink/<n>``)."""
+        self._shrinking = False
+
+    @property
+    def backend(self) -> str:
+        return "spark"
+
+    def play(self, schedule: StreamSchedule, where: Path, run_id: str) -> tuple[Any, SystemRun]:
+        """Run one schedule in ``where``: the system's own result, and what the engine takes."""
+        raise NotImplementedError
+
+    def run(self, schedule: StreamSchedule, budget: RunBudget) -> SystemRun:
+        """One run (``budget`` does not apply: the runners have their own time-outs)."""
+        if self._shrinking:
+            self.shrink_spent += 1
+            where, run_id = self.workdir / "shrink" / str(self.shrink_spent), "run"
+        else:
+            where = self.workdir / f"schedule-{self.runs}"
+            run_id, number = where.name, self.runs
+            self.runs += 1
+        result, ran = self.play(schedule, where, run_id)
+        self.results[schedule.dumps()] = result
+        if not self._shrinking and self.on_run is not None:
+            self.on_run(number, result)
+        return ran
+
+    def plan(self, faults: frozenset[Fault], budget: RunBudget) -> SystemPlan[StreamSchedule]:
+        return SystemPlan(self.planned)
+
+    def drawn(
+        self,
+        attempt: SystemAttempt[StreamSchedule],
+        faults: frozenset[Fault],
+        *,
+        budget: int,
+        max_steps: int,
+        seed: int,
+    ) -> tuple[StreamSchedule, Verdict] | None:
+        """Up to ``budget`` schedules of :func:`draw_schedule` from ``random.Random(seed)``."""
+        rng = random.Random(seed)
+        for _ in range(budget):
+            schedule = draw_schedule(
+                rng, logs=self.logs, sigkill=self.sigkill, resends=self.resends, **self.draws
+            )
+            _, verdict, failed = attempt(schedule, False)
+            if failed:
+                return schedule, verdict
+        return None
+
+    def simplify(
+        self, schedule: StreamSchedule, still_fails: Callable[[StreamSchedule], bool]
+    ) -> StreamSchedule:
+        if schedule in self.planned:
+            return schedule
+        self._shrinking = True
+        try:
+            return _greedy(schedule, still_fails, self.shrink_runs)
+        finally:
+            self._shrinking = False
+
+    def rerun(
+        self,
+        schedule: StreamSchedule,
+        history: History,
+        verdict: Verdict,
+        *,
+        budget: RunBudget,
+        timed_out: bool,
+    ) -> Rerun:
+        return Rerun(history, verdict, None, ())
+
+    def coverage(
+        self,
+        plan: SystemPlan[StreamSchedule],
+        planned: int,
+        drawn: int,
+        reused: int,
+        fired: Mapping[str, int],
+    ) -> Coverage:
+        return Coverage(
+            systematic=planned, drawn=drawn, reused=reused, fired=MappingProxyType(dict(fired))
+        )
+
+
+@final
+class SparkJobSystem(StreamSystem):
+    """An unchanged Spark job as the engine's system under test
+    (:class:`harness.engine.system.SystemUnderTest` over :class:`StreamSchedule`): each run
+    is :func:`run_job`; its plan :func:`planned_schedules` for the job (or ``plan``); its
+    replay file a :class:`JobReplay` holding the job (:class:`StreamSystem` for the rest)."""
+
+    def __init__(
+        self,
+        job: SparkJob,
+        *,
+        workdir: str | Path,
+        spark: SparkSession | None = None,
+        sigkill: bool = True,
+        plan: Sequence[StreamSchedule] | None = None,
+        shrink_runs: int = 8,
+        on_run: Callable[[int, JobResult], None] | None = None,
+    ) -> None:
+        if plan is None:
+            hows = (CrashHow.RAISE, CrashHow.SIGKILL) if sigkill else (CrashHow.RAISE,)
+            plan = planned_schedules(logs=len(job.logs()), hows=hows, resends=job.upstream_resends)
+        super().__init__(
+            plan,
+            logs=len(job.logs()),
+            workdir=workdir,
+            spark=spark,
+            sigkill=sigkill,
+            resends=job.upstream_resends,
+            shrink_runs=shrink_runs,
+            on_run=on_run,
+        )
+        self.job = job
+
+    @property
+    def name(self) -> str:
+        return self.job.app
+
+    def play(
+        self, schedule: StreamSchedule, where: Path, run_id: str
+    ) -> tuple[JobResult, SystemRun]:
+        result = run_job(self.job, schedule, workdir=where, spark=self.spark, run_id=run_id)
+        return result, SystemRun(result.history, tuple(_fired(result)))
+
+    def replay(
+        self, guarantee: Guarantee, schedule: StreamSchedule, seed: int, verdict: Verdict
+    ) -> JobReplay:
+        summary = verdict.summary().splitlines()[0]
+        return JobReplay(self.job.app, guarantee, schedule, summary, self.job.to_json(), seed)
 
 
 @final
@@ -513,6 +719,26 @@ def _smaller(schedule: StreamSchedule) -> list[StreamSchedule]:
     return found
 
 
+def _greedy(
+    schedule: StreamSchedule, still_fails: Callable[[StreamSchedule], bool], budget: int
+) -> StreamSchedule:
+    """Take the first candidate of :func:`_smaller` that still fails, again, until none does
+    or ``budget`` candidates were tried. Spark runs cost seconds, so this is a few steps, not
+    Hypothesis's search."""
+    runs = 0
+    improved = True
+    while improved and runs < budget:
+        improved = False
+        for candidate in _smaller(schedule):
+            if runs >= budget:
+                break
+            runs += 1
+            if still_fails(candidate):
+                schedule, improved = candidate, True
+                break
+    return schedule
+
+
 def _shrink(
     job: SparkJob,
     result: JobResult,
@@ -521,23 +747,18 @@ def _shrink(
     spark: SparkSession | None,
     budget: int,
 ) -> tuple[JobResult, Verdict, int]:
-    """Greedy: take the first candidate of :func:`_smaller` that fails the same way (the
-    same status, the same anomaly kinds), again, until none does or ``budget`` runs are
-    spent. Spark runs cost seconds, so this is a few steps, not Hypothesis's search."""
+    """:func:`_greedy` outside a search: the smallest schedule that fails the same way (the
+    same status, the same anomaly kinds), its run, its verdict and the runs spent."""
     from harness.check.local import check
 
     kinds = {a.kind for a in verdict.anomalies}
-    runs = 0
-    improved = True
-    while improved and runs < budget:
-        improved = False
-        for candidate in _smaller(result.schedule):
-            if runs >= budget:
-                break
-            runs += 1
-            again = run_job(job, candidate, workdir=workdir / str(runs), spark=spark)
-            checked = check(again.history, verdict.guarantee)
-            if checked.status is verdict.status and {a.kind for a in checked.anomalies} == kinds:
-                result, verdict, improved = again, checked, True
-                break
-    return result, verdict, runs
+    runs: dict[str, tuple[JobResult, Verdict]] = {result.schedule.dumps(): (result, verdict)}
+
+    def still_fails(candidate: StreamSchedule) -> bool:
+        again = run_job(job, candidate, workdir=workdir / str(len(runs)), spark=spark)
+        checked = check(again.history, verdict.guarantee)
+        runs[candidate.dumps()] = (again, checked)
+        return checked.status is verdict.status and {a.kind for a in checked.anomalies} == kinds
+
+    smallest = _greedy(result.schedule, still_fails, budget)
+    return (*runs[smallest.dumps()], len(runs) - 1)
