@@ -385,3 +385,45 @@ def test_the_fixture_s_explorer_raises_the_engine_s_counterexample(tmp_path: Pat
     assert isinstance(caught.value, AssertionError)  # a pytest failure, as harness_explore's
     (saved,) = (tmp_path / "failures").iterdir()
     assert f"replay: python -m harness replay {saved}" in str(caught.value)
+
+
+def test_the_catalogue_names_the_four_built_in_variants_and_their_claims() -> None:
+    from harness.catalogue.streams import STREAM_SUBJECTS, stream_subject
+
+    assert [s.name for s in STREAM_SUBJECTS] == [v.value for v in Variant]
+    for subject in STREAM_SUBJECTS:
+        assert subject.guarantee is Variant(subject.name).guarantee  # each holds its claim
+        assert subject.expected(subject.guarantee) == frozenset()
+        assert stream_subject(subject.target) is subject
+    append = stream_subject("variant:foreach-batch-append")
+    assert append.expected(EO) == {AnomalyKind.DUPLICATE}
+    with pytest.raises(ConfigError, match=r"'parkette' \(did you mean 'parquet'\?\)"):
+        stream_subject("variant:parkette")
+
+
+@pytest.mark.usefixtures("no_jvm")
+def test_a_built_in_variant_is_reached_through_the_spark_job_door(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.cli import main
+
+    monkeypatch.setattr(variantsearch, "run_stream", _variant_played(rewind_on_restart))
+    door = ["spark-job", "variant:foreach-batch-append", "--workdir", str(tmp_path / "w")]
+    door += ["--failures-dir", str(tmp_path / "f"), "--max-examples", "3", "--json"]
+    code = main(door)  # its own claim, at-least-once: the rewinding stand-in holds it
+    printed = _printed(capsys, code)
+    assert code == 0 and printed["guarantee"] == "at-least-once"
+    assert printed["processor"] == "variant:foreach-batch-append" and printed["examples"] == 3
+    code = main([*door, "--guarantee", "exactly-once"])
+    printed = _printed(capsys, code)
+    assert code == 1 and printed["problems"][0]["verdict"]["anomalies"][0]["kind"] == "duplicate"
+    (saved,) = (tmp_path / "f").iterdir()
+    variant = JobReplay.load(saved).variant
+    assert variant is not None and variant["variant"] == "foreach-batch-append"
+    assert printed["problems"][0]["replay_command"] == f"python -m harness replay {saved}"
+    assert main(["spark-job", "variant:parkette"]) == 2
+    assert "did you mean 'parquet'" in capsys.readouterr().err
+    assert main(["spark-job", "variant:parquet", "--input", "e", "--", "x"]) == 2
+    assert "--input, arguments after -- apply to a job only" in capsys.readouterr().err
+    assert main(["spark-job", "job.py", "--guarantee", "exactly-once", "--output", "o"]) == 2
+    assert "--input TOPIC is required for the job 'job.py'" in capsys.readouterr().err

@@ -33,9 +33,15 @@ __all__ = ["add_arguments", "main", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's options (the job's own arguments follow ``--``)."""
-    parser.add_argument("app", help="the job: path/to/job.py, job.py:function or module:function")
+    parser.add_argument(
+        "app",
+        help="the job: path/to/job.py, job.py:function or module:function; or variant:NAME, "
+        "a built-in streaming variant (harness.catalogue.streams)",
+    )
     add_options(parser, ("guarantee",))
-    parser.add_argument("--input", action="append", required=True, metavar="TOPIC")
+    parser.add_argument(
+        "--input", action="append", default=[], metavar="TOPIC", help="an input topic (a job's)"
+    )
     parser.add_argument(
         "--output",
         action="append",
@@ -107,9 +113,47 @@ def _lineage(spec: str | None) -> Any:
         raise ConfigError(f"cannot load lineage function {spec!r}: {exc}") from None
 
 
+def _variant(args: argparse.Namespace, app_args: Sequence[str]) -> Any:
+    """The catalogue's built-in variant ``variant:NAME`` names (None: the target is a job);
+    a job's options are refused for it, each named."""
+    from harness.catalogue.streams import VARIANT_PREFIX, stream_subject
+
+    if not args.app.startswith(VARIANT_PREFIX):
+        return None
+    subject = stream_subject(args.app)
+    given = [
+        flag
+        for flag, value in (
+            ("--input", args.input),
+            ("--output", args.output),
+            ("--sink", args.sink),
+            ("--partitions", args.partitions != 1),
+            ("--value-format", args.value_format != "json"),
+            ("--id-column", args.id_column),
+            ("--lineage", args.lineage),
+            ("--table", args.table),
+            ("--max-offsets-per-trigger", args.max_offsets_per_trigger),
+            ("--upstream-resends", args.upstream_resends),
+            ("arguments after --", app_args),
+        )
+        if value
+    ]
+    if given:
+        raise ConfigError(
+            f"{args.app} is the harness's own query, not a job: {', '.join(given)} apply to a "
+            "job only; leave them out"
+        )
+    return subject
+
+
 def _job(args: argparse.Namespace, app_args: Sequence[str]) -> Any:
     from harness.spark.streaming.job import SparkJob
 
+    if not args.input:
+        raise ConfigError(
+            f"--input TOPIC is required for the job {args.app!r}: the topic it reads (or give "
+            "variant:NAME, a built-in streaming variant)"
+        )
     table = None
     if args.table is not None:
         key, _, count = args.table.partition(":")
@@ -145,12 +189,18 @@ def run(args: argparse.Namespace, app_args: Sequence[str], argv: Sequence[str]) 
     from harness.spark.streaming.job import quiet_session
 
     settings = from_options(args, defaults=SPARK_JOB_DEFAULTS)
-    settings.require_guarantee("--guarantee")
+    variant = _variant(args, app_args)
+    # a built-in variant names its own claim, as a scenario does; a job's is never assumed
+    args.guarantee = settings.guarantee or (
+        variant.guarantee.value
+        if variant is not None
+        else settings.require_guarantee("--guarantee")
+    )
     # the outputs are checked before the work: one line, not a traceback after the search
     writable(args.failures_dir, "--failures-dir", directory=True)
     if settings.report_dir is not None:
         writable(settings.report_dir, "--report-dir", directory=True)
-    job = _job(args, app_args)
+    job = None if variant is not None else _job(args, app_args)
     quiet_session()
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="harness-spark-job-"))
     if args.replay is not None:
@@ -164,7 +214,12 @@ def _replay(args: argparse.Namespace, settings: Settings, job: Any, workdir: Pat
     from harness.spark.streaming.jobsearch import JobReplay, replay_job
 
     saved = JobReplay.load(args.replay)
-    replay = dataclasses.replace(saved, guarantee=Guarantee(settings.guarantee))
+    if job is None and saved.app != args.app:  # a variant runs what the file holds
+        raise ConfigError(
+            f"replay file {args.replay!r} holds a schedule of {saved.app}, not of {args.app}; "
+            "run it with python -m harness replay FILE"
+        )
+    replay = dataclasses.replace(saved, guarantee=Guarantee(args.guarantee))
     replayed = replay_job(replay, workdir=workdir / "replay", job=job)
     verdict = replayed.verdict
     if settings.json:
@@ -179,24 +234,28 @@ def _replay(args: argparse.Namespace, settings: Settings, job: Any, workdir: Pat
 def _explore(
     args: argparse.Namespace, settings: Settings, job: Any, workdir: Path, argv: Sequence[str]
 ) -> int:
-    """The engine's search of the job behind the progress line every door draws."""
+    """The engine's search of the job (or the built-in variant) behind the progress line
+    every door draws."""
     from harness.cli._common import searching
     from harness.engine import CounterexampleFound
     from harness.report.live import emit
     from harness.spark.streaming.jobsearch import explore_spark_job
+    from harness.spark.streaming.variantsearch import explore_variant
 
+    common: dict[str, Any] = {
+        "workdir": workdir,
+        "max_examples": settings.max_examples,
+        "seed": settings.seed or 0,
+        "max_problems": settings.max_problems,
+        "sigkill": not args.no_sigkill,
+        "failures_dir": args.failures_dir,
+    }
     try:
         with searching(Path(args.app).name, settings.max_examples, json_output=settings.json):
-            result = explore_spark_job(
-                job,
-                settings.require_guarantee("--guarantee"),
-                workdir=workdir,
-                max_examples=settings.max_examples,
-                seed=settings.seed or 0,
-                max_problems=settings.max_problems,
-                sigkill=not args.no_sigkill,
-                failures_dir=args.failures_dir,
-            )
+            if job is None:
+                result = explore_variant(args.app.partition(":")[2], args.guarantee, **common)
+            else:
+                result = explore_spark_job(job, args.guarantee, **common)
     except CounterexampleFound as found:
         return _report(args, settings, job, workdir, argv, found.failures)
     if settings.json:
@@ -220,13 +279,14 @@ def _report(
     from harness.report.live import emit
 
     first, count = failures[0], len(failures)
-    write_reports(settings.report_dir, failures, Path(args.app.split(":")[0]).stem)
+    name = args.app.replace(":", "-") if job is None else Path(args.app.split(":")[0]).stem
+    write_reports(settings.report_dir, failures, name)
     if settings.json:
         summary = (
-            f"{settings.guarantee} does not hold for {args.app}: {count} distinct "
+            f"{args.guarantee} does not hold for {args.app}: {count} distinct "
             f"problem{'s' if count > 1 else ''}"
             if first.verdict.status is Status.INVALID
-            else f"{settings.guarantee} could not be shown for {args.app}"
+            else f"{args.guarantee} could not be shown for {args.app}"
         )
         _print_json(args, settings, first.verdict.status, summary, failures)
         return exit_code(first.verdict.status)
@@ -237,7 +297,7 @@ def _report(
             emit(f"\nproblem {number} of {count}:")
         text = [line for line in failure.report().splitlines() if not line.startswith("replay: ")]
         emit("\n".join(text))
-        _print_replay(failure, argv, holds_job=job.to_json() is not None)
+        _print_replay(failure, argv, holds_job=job is None or job.to_json() is not None)
     emit(f"the schedules' worlds (checkpoints, sinks, logs) are kept in {workdir}")
     return exit_code(first.verdict.status)
 
@@ -269,7 +329,7 @@ def _print_json(
         "spark-job",
         status,
         summary,
-        guarantee=settings.guarantee,
+        guarantee=args.guarantee,
         processor=args.app,
         backend="spark",
         seed=settings.seed,
