@@ -35,7 +35,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final, final
@@ -627,6 +627,22 @@ class Explorer:
         except HarnessError as exc:  # a bad argument: the message says it, the stack does not
             raise exc.with_traceback(None) from None
 
+    def searching(self) -> AbstractContextManager[None]:
+        """The progress this test's exploration draws while the block runs (another door's
+        search, such as ``harness_spark_job``'s, shows it the same way)."""
+        return _TerminalProgress.for_test(self._config, self._nodeid)
+
+    def failures_dir(self) -> Path:
+        """Where this test's replay files go (``.harness/failures`` under the rootdir)."""
+        return self._failures_dir()
+
+    def found(self, found: CounterexampleFound, summary: str) -> None:
+        """Record another door's counterexample as this fixture records its own: the test's
+        properties (coverage ``summary``, seed, verdict, replay file) and, with a report
+        directory, the report files."""
+        self._user_properties.append((_COVERAGE_PROPERTY, f"failed after {summary}"))
+        self._found(found, in_pytest=False)  # python -m harness replay FILE runs it
+
     def _failures_dir(self) -> Path:
         """Relative (short commands) while the test runs where pytest started, else absolute."""
         from harness.engine.replay_file import DEFAULT_FAILURES_DIR
@@ -636,15 +652,17 @@ class Explorer:
             return _display(failures_dir, self._invocation_dir)
         return failures_dir
 
-    def _found(self, found: CounterexampleFound) -> None:
-        """Add the pytest replay command to the report; write the report files if asked."""
+    def _found(self, found: CounterexampleFound, *, in_pytest: bool = True) -> None:
+        """Add the pytest replay command to the report (``in_pytest``: the file is one
+        ``--harness-replay`` reads); write the report files if asked."""
         failure = found.failure
         replay_file = failure.replay_file
         replay_json: Any = None
         if replay_file is not None:
-            command = f"pytest {shlex.quote(self._selector)} {REPLAY_OPTION} {replay_file}"
-            found.args = (f"{found.args[0]}\nreplay in pytest: {command}",)
-            self._user_properties.append((_PYTEST_REPLAY_PROPERTY, command))
+            if in_pytest:
+                command = f"pytest {shlex.quote(self._selector)} {REPLAY_OPTION} {replay_file}"
+                found.args = (f"{found.args[0]}\nreplay in pytest: {command}",)
+                self._user_properties.append((_PYTEST_REPLAY_PROPERTY, command))
             self._user_properties.append(("harness_replay_file", str(replay_file)))
             replay_json = json.loads(
                 (self._invocation_dir / replay_file).read_text(encoding="utf-8")
@@ -992,12 +1010,13 @@ def harness_kafka(harness_explore: Explorer) -> Any:
 
 
 @pytest.fixture
-def harness_spark_job(harness_spark: Any, tmp_path: Any) -> Any:
-    """Explore an unchanged PySpark job on the test process's session:
+def harness_spark_job(harness_spark: Any, harness_explore: Explorer, tmp_path: Any) -> Any:
+    """Explore an unchanged PySpark job on the test process's session, through
+    ``harness_explore``'s front (settings, progress, replay files, report files):
     ``harness.spark.streaming.jobsearch.JobExplorer`` (lazy)."""
     from harness.spark.streaming.jobsearch import JobExplorer
 
-    return JobExplorer(harness_spark, tmp_path)
+    return JobExplorer(harness_spark, tmp_path, harness_explore)
 
 
 @pytest.fixture(scope="session")

@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 
 from harness import CounterexampleFound, Crash, Guarantee, Produce, Run, Schedule, Status, simulate
-from harness.catalogue.toys import dedup_transformer, rewind_on_restart
+from harness.catalogue.toys import commit_before_processing, dedup_transformer, rewind_on_restart
 from harness.check.verdict import AnomalyKind
 from harness.engine.explorer import explore_system
 from harness.engine.system import Simulated, SystemUnderTest
+from harness.errors import ConfigError
 from harness.faults.streams import (
     CrashHow,
     CrashPoint,
@@ -253,3 +254,176 @@ def test_coverage_names_the_faults_a_system_s_runs_fired_and_only_then() -> None
     assert (
         Coverage(systematic=3).summary() == "3 schedules (3 planned, 0 drawn), faults fired: none"
     )
+
+
+def _two_bugs(workdirs: list[str]) -> Callable[..., JobResult]:
+    """A ``run_job`` with two bugs: a crash after the write duplicates (the rewinding toy's),
+    any other crash loses records (the toy that commits before it processes)."""
+
+    def run_job(
+        job: SparkJob, schedule: StreamSchedule, *, workdir: Path, spark: Any = None, **_: Any
+    ) -> JobResult:
+        workdirs.append(f"{workdir.parent.name}/{workdir.name}")
+        after_write = any(
+            isinstance(step, CrashQuery) and step.point is CrashPoint.AFTER_WRITE
+            for step in schedule.steps
+        )
+        return _play(rewind_on_restart if after_write else commit_before_processing, schedule)
+
+    return run_job
+
+
+def test_the_engine_searches_a_job_on_for_other_problems_with_max_problems(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workdirs: list[str] = []
+    monkeypatch.setattr(jobsearch, "run_job", _two_bugs(workdirs))
+    with pytest.raises(CounterexampleFound) as caught:
+        jobsearch.explore_spark_job(
+            JOB, EO, workdir=tmp_path / "w", max_problems=2, failures_dir=tmp_path / "f"
+        )
+    failures = caught.value.failures
+    kinds = [failure.verdict.anomalies[0].kind for failure in failures]
+    assert kinds == [AnomalyKind.DUPLICATE, AnomalyKind.LOST]
+    plan = planned_schedules()
+    # the second search resumes the plan: after-write of batch 1 shows the known duplicate,
+    # before-write of batch 0 the loss; no planned schedule is run twice
+    assert [failure.schedule for failure in failures] == [plan[0], plan[2]]
+    assert workdirs == [f"w/schedule-{n}" for n in range(3)]
+    assert failures[1].coverage.systematic == 3 and failures[1].coverage.reused == 1
+    assert all(f.replay_file is not None and f.replay_file.exists() for f in failures)
+    assert "2 distinct problems found" in str(caught.value)
+    with pytest.raises(ConfigError, match="max_problems must be an integer >= 1"):
+        explore_system(SparkJobSystem(JOB, workdir=tmp_path), EO, max_examples=1, max_problems=0)
+
+
+def _door(tmp_path: Path, *more: str) -> list[str]:
+    return [
+        *("jobs/stand_in.py", "--guarantee", "exactly-once", "--input", "events"),
+        *("--output", "out", "--workdir", str(tmp_path / "w")),
+        *("--failures-dir", str(tmp_path / "failures"), *more),
+    ]
+
+
+@pytest.fixture
+def no_jvm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The door starts no session (its runs are the stand-in's)."""
+    from harness.spark.streaming import job
+
+    monkeypatch.setattr(job, "quiet_session", lambda: None)
+
+
+def _printed(capsys: pytest.CaptureFixture[str], code: int) -> dict[str, Any]:
+    """The door's ``--json``, checked against the envelope's schema and the exit code."""
+    from test_report import _schema_errors
+
+    from harness.report.schema import OUTPUT_SCHEMA
+
+    printed: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert _schema_errors(printed, OUTPUT_SCHEMA, OUTPUT_SCHEMA, "output") == []
+    assert printed["status"] == {0: "valid", 1: "invalid", 2: "unknown"}[code]
+    return printed
+
+
+@pytest.mark.usefixtures("no_jvm")
+def test_the_spark_job_door_prints_every_problem_in_the_doors_json_shape(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.cli import main
+    from harness.report.schema import OUTPUT_FIELDS
+
+    monkeypatch.setattr(jobsearch, "run_job", _two_bugs([]))
+    code = main(["spark-job", *_door(tmp_path, "--max-problems", "2", "--json")])
+    assert code == 1
+    printed = _printed(capsys, code)
+    assert set(OUTPUT_FIELDS["run"]) < set(printed)  # run's keys, and kafka's problems
+    assert (
+        printed["summary"] == "exactly-once does not hold for jobs/stand_in.py: 2 distinct problems"
+    )
+    problems = printed["problems"]
+    assert [p["verdict"]["anomalies"][0]["kind"] for p in problems] == ["duplicate", "lost"]
+    assert printed["schedule"] == problems[0]["schedule"] == printed["stream_schedule"]
+    assert printed["backend"] == "spark" and printed["coverage"]["systematic"] == 1  # as kafka
+    assert printed["tried"] == printed["coverage"]["summary"]
+    for problem in problems:
+        assert problem["replay_command"] == f"python -m harness replay {problem['replay_file']}"
+        saved = JobReplay.load(problem["replay_file"])
+        assert saved.schedule.to_json() == problem["schedule"]
+    # the text: each problem's report, with the common doors' replay and report commands
+    assert main(["spark-job", *_door(tmp_path / "text")]) == 1
+    text = capsys.readouterr().out
+    assert "stand_in.py (spark backend): INVALID" in text
+    (saved,) = (tmp_path / "text" / "failures").iterdir()
+    assert f"replay: python -m harness replay {saved}\n" in text
+    assert f"report: python -m harness report {saved} --out " in text
+
+
+@pytest.mark.usefixtures("no_jvm", "correct")
+def test_the_spark_job_door_says_what_held_and_exits_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.cli import main
+
+    code = main(["spark-job", *_door(tmp_path, "--max-examples", "15", "--json")])
+    assert code == 0
+    printed = _printed(capsys, code)
+    assert printed["verdict"] is None and printed["problems"] == []
+    assert printed["examples"] == 15 and printed["coverage"]["drawn"] == 1
+    assert printed["coverage"]["fired"]["after-commit/sigkill"] == 2
+    assert "held for " in printed["summary"]
+    assert "stand_in.py: 15 schedules (14 planned, 1 drawn)" in printed["summary"]
+    assert main(["spark-job", *_door(tmp_path, "--max-examples", "2")]) == 0
+    assert "stand_in.py: 2 schedules (2 planned, 0 drawn)" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("broken")
+def test_the_fixture_s_explorer_raises_the_engine_s_counterexample(tmp_path: Path) -> None:
+    explorer = jobsearch.JobExplorer(None, tmp_path)
+    with pytest.raises(CounterexampleFound) as caught:
+        explorer("jobs/stand_in.py", guarantee="exactly-once", inputs=("events",), outputs=("out",))
+    assert caught.value.failure.schedule == planned_schedules()[0]
+    assert isinstance(caught.value, AssertionError)  # a pytest failure, as harness_explore's
+    (saved,) = (tmp_path / "failures").iterdir()
+    assert f"replay: python -m harness replay {saved}" in str(caught.value)
+
+
+def test_the_catalogue_names_the_four_built_in_variants_and_their_claims() -> None:
+    from harness.catalogue.streams import STREAM_SUBJECTS, stream_subject
+
+    assert [s.name for s in STREAM_SUBJECTS] == [v.value for v in Variant]
+    for subject in STREAM_SUBJECTS:
+        assert subject.guarantee is Variant(subject.name).guarantee  # each holds its claim
+        assert subject.expected(subject.guarantee) == frozenset()
+        assert stream_subject(subject.target) is subject
+    append = stream_subject("variant:foreach-batch-append")
+    assert append.expected(EO) == {AnomalyKind.DUPLICATE}
+    with pytest.raises(ConfigError, match=r"'parkette' \(did you mean 'parquet'\?\)"):
+        stream_subject("variant:parkette")
+
+
+@pytest.mark.usefixtures("no_jvm")
+def test_a_built_in_variant_is_reached_through_the_spark_job_door(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.cli import main
+
+    monkeypatch.setattr(variantsearch, "run_stream", _variant_played(rewind_on_restart))
+    door = ["spark-job", "variant:foreach-batch-append", "--workdir", str(tmp_path / "w")]
+    door += ["--failures-dir", str(tmp_path / "f"), "--max-examples", "3", "--json"]
+    code = main(door)  # its own claim, at-least-once: the rewinding stand-in holds it
+    printed = _printed(capsys, code)
+    assert code == 0 and printed["guarantee"] == "at-least-once"
+    assert printed["processor"] == "variant:foreach-batch-append" and printed["examples"] == 3
+    code = main([*door, "--guarantee", "exactly-once"])
+    printed = _printed(capsys, code)
+    assert code == 1 and printed["problems"][0]["verdict"]["anomalies"][0]["kind"] == "duplicate"
+    (saved,) = (tmp_path / "f").iterdir()
+    variant = JobReplay.load(saved).variant
+    assert variant is not None and variant["variant"] == "foreach-batch-append"
+    assert printed["problems"][0]["replay_command"] == f"python -m harness replay {saved}"
+    assert main(["spark-job", "variant:parkette"]) == 2
+    assert "did you mean 'parquet'" in capsys.readouterr().err
+    assert main(["spark-job", "variant:parquet", "--input", "e", "--", "x"]) == 2
+    assert "--input, arguments after -- apply to a job only" in capsys.readouterr().err
+    assert main(["spark-job", "job.py", "--guarantee", "exactly-once", "--output", "o"]) == 2
+    assert "--input TOPIC is required for the job 'job.py'" in capsys.readouterr().err

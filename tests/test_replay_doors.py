@@ -1,7 +1,8 @@
 """Every door that writes a replay file (the API's ``explore``, ``python -m harness run``,
-``python -m harness kafka``, the pytest fixtures ``harness_explore`` and ``harness_kafka``):
-each file it writes replays (``python -m harness replay FILE``) and renders (``report FILE``)
-from the command line, with the same verdict."""
+``python -m harness kafka``, the pytest fixtures ``harness_explore`` and ``harness_kafka``,
+and an unchanged Spark job's and a built-in streaming variant's doors): each file it writes
+replays (``python -m harness replay FILE``) and renders (``report FILE``) from the command
+line, with the same verdict."""
 
 from __future__ import annotations
 
@@ -204,3 +205,61 @@ def test_a_kafka_replay_keeps_the_environment_the_app_read(tmp_path: Path) -> No
     assert json.loads(file.read_text())["factory"]["args"]["env"]["BUGGY_FLUSH"] == "1"
     # replayed without those variables in the environment: the file brings them back
     assert _replays_and_renders(tmp_path / "failures", tmp_path) == 1
+
+
+def test_the_spark_job_doors_files_replay_and_render_like_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each door of an unchanged Spark job (``explore_spark_job``, ``python -m harness
+    spark-job``, the ``harness_spark_job`` fixture's explorer) and of a built-in streaming
+    variant (``explore_variant``) saves a replay file that ``replay FILE`` and ``report FILE``
+    run again, with the same verdict and schedule. No JVM here: each run is the stand-in's
+    of tests/test_engine_systems.py (a stream schedule played on the simulator by a toy that
+    writes again after every restart); tests/test_spark_job.py does it with Spark."""
+    import tempfile
+
+    from test_engine_systems import JOB, _played, _variant_played
+
+    from harness.catalogue.toys import rewind_on_restart
+    from harness.cli import main
+    from harness.spark.streaming import job, jobsearch, variantsearch
+
+    monkeypatch.setattr(jobsearch, "run_job", _played(rewind_on_restart, []))
+    monkeypatch.setattr(variantsearch, "run_stream", _variant_played(rewind_on_restart))
+    monkeypatch.setattr(job, "quiet_session", lambda: None)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the replays' worlds
+    doors = tmp_path / "doors"
+    with pytest.raises(harness.CounterexampleFound):
+        jobsearch.explore_spark_job(
+            JOB, "exactly-once", workdir=tmp_path / "api", failures_dir=doors / "api"
+        )
+    command = [*("spark-job", JOB.app, "--guarantee", "exactly-once", "--input", "events")]
+    command += [*("--output", "out", "--failures-dir", str(doors / "cli"), "--json")]
+    assert main(command) == 1
+    with pytest.raises(harness.CounterexampleFound):
+        jobsearch.JobExplorer(None, doors / "fixture")(
+            JOB.app, guarantee="exactly-once", inputs=("events",), outputs=("out",)
+        )
+    with pytest.raises(harness.CounterexampleFound):
+        variantsearch.explore_variant(
+            "foreach-batch-append",
+            "exactly-once",
+            workdir=tmp_path / "v",
+            failures_dir=doors / "variant",
+        )
+    capsys.readouterr()
+    files = sorted(doors.rglob("*.json"))
+    assert [file.parent.name for file in files] == ["api", "cli", "failures", "variant"]
+    for number, file in enumerate(files):
+        saved = json.loads(file.read_text(encoding="utf-8"))
+        assert main(["replay", str(file), "--json"]) == 1
+        replayed = json.loads(capsys.readouterr().out)
+        assert replayed["schedule"] == saved["schedule"] and replayed["backend"] == "spark"
+        assert {a["kind"] for a in replayed["verdict"]["anomalies"]} == {"duplicate"}
+        out = tmp_path / f"report-{number}"
+        assert main(["report", str(file), "--out", str(out)]) == 1
+        assert "duplicate" in capsys.readouterr().out
+        report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+        assert report["schedule"] == saved["schedule"]
+        assert report["replay_command"] == f"python -m harness replay {file}"
+        assert "duplicate" in (out / "report.html").read_text(encoding="utf-8")

@@ -193,7 +193,10 @@ def test_unknown_kafka_option_is_a_usage_error(spark: SparkSession, tmp_path: Pa
 
 
 def test_pytest_fixture_fails_a_test_with_the_counterexample(harness_spark_job: Any) -> None:
-    with pytest.raises(AssertionError, match=r"(?s)duplicate.*replay file: .*spark-job-fb_append"):
+    """The fixture fails the test as ``harness_explore`` does (the engine's
+    ``CounterexampleFound``), its replay file in the failures directory every door uses."""
+    pattern = r"(?s)duplicate.*replay: python -m harness replay \S*\.harness/failures/spark-job-fb"
+    with pytest.raises(AssertionError, match=pattern):
         harness_spark_job(
             APPEND.app,
             guarantee="exactly-once",

@@ -738,28 +738,25 @@ def test_same_schedule_same_history(
 
 
 def test_the_built_in_variants_are_searched_through_the_engine_s_door(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness.engine.results import CounterexampleFound
-    from harness.spark.streaming.jobsearch import JobReplay, replay_job
+    """A catalogue variant through the spark-job door (``variant:NAME``): the engine's
+    search, the door's JSON, a replay file ``replay FILE`` runs again to the same verdict."""
+    from harness.cli import main
     from harness.spark.streaming.variantsearch import explore_variant
 
-    with pytest.raises(CounterexampleFound) as caught:
-        explore_variant(
-            Variant.FOREACH_BATCH_APPEND,
-            Guarantee.EXACTLY_ONCE,
-            workdir=tmp_path / "append",
-            max_examples=2,
-            sigkill=False,
-            failures_dir=tmp_path / "failures",
-            spark=spark,
-        )
-    failure = caught.value.failure
-    assert AnomalyKind.DUPLICATE in {a.kind for a in failure.verdict.anomalies}
-    assert failure.examples == 1 and dict(failure.coverage.fired) == {"after-write/raise": 1}
-    assert failure.replay_file is not None
-    replayed = replay_job(JobReplay.load(failure.replay_file), workdir=tmp_path / "r", spark=spark)
-    assert replayed.history.events == failure.history.events  # same schedule, same history
+    door = [*("spark-job", "variant:foreach-batch-append", "--guarantee", "exactly-once")]
+    door += [*("--max-examples", "2", "--no-sigkill", "--workdir", str(tmp_path / "append"))]
+    assert main([*door, "--failures-dir", str(tmp_path / "failures"), "--json"]) == 1
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["status"] == "invalid" and printed["examples"] == 1
+    assert printed["coverage"]["fired"] == {"after-write/raise": 1}
+    (problem,) = printed["problems"]
+    assert {a["kind"] for a in problem["verdict"]["anomalies"]} == {"duplicate"}
+    assert main(["replay", problem["replay_file"], "--json"]) == 1
+    replayed = json.loads(capsys.readouterr().out)
+    assert replayed["verdict"] == problem["verdict"]  # same schedule, same history
+    assert replayed["schedule"] == problem["schedule"]
     held = explore_variant(  # the variant's own claim: exactly-once
         Variant.FOREACH_BATCH_IDEMPOTENT,
         workdir=tmp_path / "idempotent",

@@ -22,6 +22,7 @@ from harness.cli._common import (
     exit_code,
     load_scenarios,
     print_output,
+    searching,
     settings_from,
     write_reports,
 )
@@ -226,9 +227,8 @@ def _run_matrix(
 
 
 def _run_processor(args: argparse.Namespace, settings: Settings) -> int:
-    from harness._progress import watching
     from harness.engine import CounterexampleFound, explore, load_processor
-    from harness.report.live import LiveProgress, emit
+    from harness.report.live import emit
 
     if len(args.targets) != 1:
         raise ConfigError("give exactly one processor as MODULE:FUNCTION")
@@ -238,9 +238,8 @@ def _run_processor(args: argparse.Namespace, settings: Settings) -> int:
     processor = load_processor(args.targets[0])
     topology = _topology(args.topology)
     name = args.targets[0].rpartition(":")[2]  # the function: the line stays short
-    live = LiveProgress(f"explore {name}", settings.max_examples, json_output=settings.json)
     try:
-        with live, watching(live.tick):
+        with searching(name, settings.max_examples, json_output=settings.json):
             result = explore(
                 processor, topology=topology, failures_dir=args.failures_dir, settings=settings
             )

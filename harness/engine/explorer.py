@@ -152,25 +152,42 @@ def explore_system(
     failures_dir: str | os.PathLike[str] | None = DEFAULT_FAILURES_DIR,
     max_steps: int = 0,
     budget: RunBudget = DEFAULT_RUN_BUDGET,
+    max_problems: int = 1,
 ) -> Exploration:
     """The search :func:`explore` runs, for any :class:`SystemUnderTest`: up to ``planned``
     of its planned schedules (default three quarters of ``max_examples``; 0: none), then its
-    drawn phase for the rest, every run's history judged by the checker; the first failure
-    (one problem) shrunk by the system, explained, saved to ``failures_dir`` and raised as
+    drawn phase for the rest, every run's history judged by the checker; a failure shrunk by
+    the system, explained, saved to ``failures_dir`` and raised as
     :class:`CounterexampleFound`, whose ``failure.schedule`` is the system's schedule type.
-    ``max_steps`` is handed to the system's drawn phase (its own default when 0)."""
+    ``max_problems`` > 1 searches on after a failure for other problems, as :func:`explore`
+    does (each further search resumes the plan after the schedules run and draws from
+    ``seed`` plus the problems known, within ``max_examples`` of its own); ``failures`` then
+    has them all. ``max_steps`` is handed to the system's drawn phase (its own default when
+    0)."""
     claimed = guarantee_of(guarantee)
+    if type(max_problems) is not int or max_problems < 1:
+        raise ConfigError(f"max_problems must be an integer >= 1, got {shown(max_problems)}")
     start, where = _anchored(failures_dir)
+    share = max_examples * 3 // 4 if planned is None else min(planned, max_examples)
 
     def search(problems: Problems, before: int) -> _Search[S]:
         found = _Search(
-            system, claimed, frozenset(), seed, where, limit=budget, total=max_examples, start=start
+            system,
+            claimed,
+            frozenset(),
+            seed + len(problems.known),  # a search after a failure draws other schedules
+            where,
+            limit=budget,
+            total=max_examples,
+            problems=problems,
+            start=start,
+            before=before,
         )
-        found.systematic(max_examples * 3 // 4 if planned is None else min(planned, max_examples))
+        found.systematic(share)
         found.drawn(max_examples - found.ran, max_steps)
         return found
 
-    done = _every_problem(search, 1)
+    done = _every_problem(search, max_problems)
     return Exploration(system.name, claimed, done.ran, seed, done.coverage())
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.check import Guarantee, Status, Verdict
 from harness.errors import HarnessError
@@ -69,6 +70,17 @@ class Failure:
             *([f"replay file: {self.replay_note}"] if self.replay_note else []),
         ]
         return "\n".join(lines)
+
+    def problem_json(self, hints: Iterable[str] = ()) -> dict[str, Any]:
+        """This failure as one item of a door's ``--json`` ``problems`` (``output.schema.json``):
+        its verdict, schedule, replay file and command, and what the door noticed (``hints``)."""
+        return {
+            "verdict": self.verdict.to_json(),
+            "schedule": self.schedule.to_json(),
+            "replay_file": None if self.replay_file is None else str(self.replay_file),
+            "replay_command": self.replay_command,
+            "hints": list(hints),
+        }
 
 
 class CounterexampleFound(HarnessError, AssertionError):

@@ -234,11 +234,15 @@ OUTPUT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "spark-job": (
         "guarantee",
         "processor",
+        "backend",
         "seed",
         "examples",
         "verdict",
-        "stream_schedule",
+        "schedule",
         "replay_command",
+        "coverage",
+        "problems",
+        "stream_schedule",
         "tried",
     ),
 }
@@ -266,9 +270,14 @@ _OUTPUT_PROPERTIES: Final[dict[str, Any]] = {
     "source": {"type": "string"},
     "stream_schedule": {
         "type": ["object", "null"],
-        "description": "a Structured Streaming job's failing schedule (docs/streaming.md)",
+        "description": "a Structured Streaming job's failing schedule, as `schedule` "
+        "(kept from the first spark-job output; docs/streaming.md)",
     },
-    "tried": {"type": "string", "description": "what a spark-job search ran and fired"},
+    "tried": {
+        "type": "string",
+        "description": "what a spark-job search ran and fired: `coverage`'s summary (kept from "
+        "the first spark-job output)",
+    },
     "lineage": {"type": "string", "description": "how output messages are attributed"},
     "effects": {
         "type": "array",

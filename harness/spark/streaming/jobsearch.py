@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 from harness._shown import shown
 from harness.check.verdict import Guarantee, Status, Verdict
+from harness.engine.replay_file import DEFAULT_FAILURES_DIR as _FAILURES_DIR
 from harness.engine.reruns import Rerun
 from harness.engine.system import SystemAttempt, SystemPlan, SystemRun
 from harness.errors import ConfigError
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
+    from harness.engine.results import Exploration
     from harness.faults.kinds import Fault
 
 __all__ = [
@@ -65,6 +67,7 @@ __all__ = [
     "SparkJobSystem",
     "draw_schedule",
     "explore_job",
+    "explore_spark_job",
     "planned_schedules",
     "replay_job",
 ]
@@ -469,6 +472,42 @@ def explore_job(
     return explored
 
 
+def explore_spark_job(
+    job: SparkJob,
+    guarantee: Guarantee | str,
+    *,
+    workdir: str | Path,
+    max_examples: int = 20,
+    seed: int = 0,
+    max_problems: int = 1,
+    sigkill: bool = True,
+    failures_dir: str | os.PathLike[str] | None = _FAILURES_DIR,
+    spark: SparkSession | None = None,
+    on_run: Callable[[int, JobResult], None] | None = None,
+) -> Exploration:
+    """The engine's front for a job, as :func:`harness.explore` is for a processor: search
+    ``job`` (a :class:`SparkJobSystem`: every planned schedule first, then drawn ones, up to
+    ``max_examples``) with :func:`harness.engine.explorer.explore_system`; return the
+    :class:`~harness.engine.results.Exploration` when the guarantee held, else raise
+    :class:`~harness.engine.results.CounterexampleFound` with every distinct problem found
+    (up to ``max_problems``; each further search runs the rest of the budget, seconds a
+    schedule), each saved as a replay file in ``failures_dir`` that ``python -m harness
+    replay FILE`` and ``report FILE`` run again. The command line and the
+    ``harness_spark_job`` fixture call this."""
+    from harness.engine.explorer import explore_system
+
+    system = SparkJobSystem(job, workdir=workdir, spark=spark, sigkill=sigkill, on_run=on_run)
+    return explore_system(
+        system,
+        guarantee,
+        max_examples=max_examples,
+        planned=max_examples,
+        seed=seed,
+        failures_dir=failures_dir,
+        max_problems=max_problems,
+    )
+
+
 class StreamSystem:
     """What the engine's two streaming systems share (:class:`SparkJobSystem`, a user's job;
     :class:`~harness.spark.streaming.variantsearch.VariantSystem`, a built-in variant): each
@@ -641,43 +680,69 @@ class SparkJobSystem(StreamSystem):
 class JobExplorer:
     """The ``harness_spark_job`` pytest fixture: ``harness_spark_job("job.py", guarantee=...,
     inputs=("events",), sinks=("sqlite:/tmp/e.db:events",))`` explores the job on the test's
-    session in its ``tmp_path`` and raises ``AssertionError`` with the verdict, the schedule,
-    what was tried and the replay file when the guarantee does not hold; returns the
-    :class:`JobExploration` when it does."""
+    session (its worlds in the test's ``tmp_path``) with :func:`explore_spark_job`, through
+    the ``harness_explore`` fixture's front (``explorer``): its progress, its failures
+    directory (``.harness/failures``), its test properties and report files. It returns the
+    engine's :class:`~harness.engine.results.Exploration` when the guarantee holds and raises
+    :class:`~harness.engine.results.CounterexampleFound` (an ``AssertionError``: the verdict,
+    the schedule, what was tried, ``python -m harness replay FILE``) when it does not.
+    ``max_examples`` (the old ``max_schedules``), ``seed`` and ``max_problems``: the call's,
+    else what the test's marker, options or environment give, else 12, 0 and 1 (each
+    schedule starts Spark queries: the profiles' budgets are not this fixture's)."""
 
-    def __init__(self, spark: Any, workdir: Path) -> None:
+    def __init__(self, spark: Any, workdir: Path, explorer: Any = None) -> None:
         self.spark = spark
         self.workdir = workdir
+        self.explorer = explorer
+
+    def _setting(self, key: str, given: int | None, default: int) -> int:
+        settings = getattr(self.explorer, "settings", None)
+        if given is not None:
+            return given
+        if settings is not None and settings.source(key) not in ("default", "profile"):
+            value = getattr(settings, key)
+            return default if value is None else int(value)
+        return default
 
     def __call__(
         self,
         app: str,
         *,
         guarantee: Guarantee | str,
-        max_schedules: int = 12,
-        seed: int = 0,
+        max_examples: int | None = None,
+        max_schedules: int | None = None,
+        seed: int | None = None,
+        max_problems: int | None = None,
         sigkill: bool = True,
         **job: Any,
-    ) -> JobExploration:
+    ) -> Exploration:
+        __tracebackhide__ = True
+        from contextlib import nullcontext
+
+        from harness.engine.results import CounterexampleFound
+
         subject = SparkJob(app, **job)
-        explored = explore_job(
-            subject,
-            guarantee,
-            workdir=self.workdir / "schedules",
-            max_schedules=max_schedules,
-            seed=seed,
-            sigkill=sigkill,
-            failures_dir=self.workdir / "failures",
-            spark=self.spark,
-        )
-        if explored.verdict is not None:
-            assert explored.failure is not None
-            raise AssertionError(
-                f"{explored.verdict.summary()}\n{explored.failure.schedule.describe()}\n"
-                f"tried: {explored.coverage()}\nreplay file: {explored.replay_file} "
-                "(python -m harness replay FILE, or report FILE --out DIR)"
-            )
-        return explored
+        explorer = self.explorer
+        failures_dir = self.workdir / "failures" if explorer is None else explorer.failures_dir()
+        try:
+            with nullcontext() if explorer is None else explorer.searching():
+                return explore_spark_job(
+                    subject,
+                    guarantee,
+                    workdir=self.workdir / "schedules",
+                    max_examples=self._setting(
+                        "max_examples", max_schedules if max_examples is None else max_examples, 12
+                    ),
+                    seed=self._setting("seed", seed, 0),
+                    max_problems=self._setting("max_problems", max_problems, 1),
+                    sigkill=sigkill,
+                    failures_dir=failures_dir,
+                    spark=self.spark,
+                )
+        except CounterexampleFound as found:
+            if explorer is not None:
+                explorer.found(found, found.failure.coverage.summary())
+            raise found.with_traceback(None) from None
 
 
 def _fired(result: JobResult) -> list[str]:

@@ -125,12 +125,15 @@ def explore_variant(
     plan: Sequence[StreamSchedule] | None = None,
     failures_dir: str | Path | None = None,
     spark: SparkSession | None = None,
+    max_problems: int = 1,
 ) -> Exploration:
     """Search a built-in variant with the engine (default ``guarantee``: the one the variant
     claims, :attr:`Variant.guarantee`): its planned schedules first, then drawn ones, up to
     ``max_examples``; the engine's :class:`~harness.engine.results.Exploration` when it
-    holds, else :class:`~harness.engine.results.CounterexampleFound` (its replay file in
-    ``failures_dir``, when given)."""
+    holds, else :class:`~harness.engine.results.CounterexampleFound` with up to
+    ``max_problems`` problems (their replay files in ``failures_dir``, when given). The
+    ``spark-job variant:NAME`` door calls this (the catalogue's
+    :data:`~harness.catalogue.streams.STREAM_SUBJECTS`)."""
     from harness.engine.explorer import explore_system
 
     try:
@@ -149,6 +152,7 @@ def explore_variant(
         planned=max_examples,
         seed=seed,
         failures_dir=failures_dir,
+        max_problems=max_problems,
     )
 
 
