@@ -238,6 +238,15 @@ def test_replaying_a_file_that_is_not_a_replay_file_fails_in_one_line(tmp_path: 
     assert len(result.stderr.splitlines()) == 1
 
 
+def test_a_spark_job_replay_file_given_to_a_processor_replay_says_which_command_reads_it(
+    tmp_path: Path,
+) -> None:
+    job_file = tmp_path / "fb_append-0123456789ab.json"
+    job_file.write_text('{"harness_spark_job_replay": 2, "job": "job.py", "schedule": {}}')
+    with pytest.raises(ConfigError, match=r"is a spark-job replay file.*python -m harness replay"):
+        replay(job_file)
+
+
 def test_guarantees_are_values_of_one_enum() -> None:
     assert [g.value for g in Guarantee] == ["at-least-once", "exactly-once"]
 

@@ -69,6 +69,11 @@ class Replay:
 
     @classmethod
     def from_json(cls, data: object, where: str = "replay file") -> Replay:
+        if isinstance(data, Mapping) and "harness_spark_job_replay" in data:
+            raise ConfigError(
+                f"{where} is a spark-job replay file, which runs a Spark job rather than a "
+                "processor; replay it with: python -m harness replay FILE (or report FILE)"
+            )
         if not isinstance(data, Mapping) or "harness_replay" not in data:
             raise ConfigError(
                 f"{where} is not a replay file (no 'harness_replay' key); pass the file a "
