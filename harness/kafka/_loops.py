@@ -273,11 +273,13 @@ def _run_until_complete(loop: Any, future: Any) -> Any:
         _SHUTDOWNS.append(_shutdowns(sys.modules["asyncio.base_events"]))
     codes = _SHUTDOWNS[0]
     cls = type(loop)
+    coroutine = type(future) is types.CoroutineType  # not a task (asyncio.run's main one)
+    frame: Any = future.cr_frame if coroutine else None
     if (
         not codes
-        or getattr(future, "cr_code", None) not in codes[:2]
-        or future.cr_frame is None
-        or future.cr_frame.f_locals.get("self") is not loop  # this loop's own shutdown
+        or frame is None
+        or frame.f_code not in codes[:2]
+        or frame.f_locals.get("self") is not loop  # this loop's own shutdown
         or not _quiet(loop, codes[2])
     ):
         return cls.run_until_complete(loop, future)
