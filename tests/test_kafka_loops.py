@@ -232,3 +232,74 @@ def test_an_instance_ended_by_keyboard_interrupt_lets_go_of_its_loop(scope: Loop
         assert refs[0]() is None
     finally:
         gc.enable()
+
+
+_PENDING_TASK_APP = '''
+import asyncio
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+
+async def flusher(producer, flushed):
+    try:
+        await asyncio.Event().wait()  # left pending when main ends
+    finally:
+        await producer.flush()  # a Kafka call while asyncio.run cancels it
+        flushed.append(True)
+
+
+async def main():
+    consumer = AIOKafkaConsumer(
+        "orders", group_id="g", enable_auto_commit=False, auto_offset_reset="earliest"
+    )
+    producer = AIOKafkaProducer()
+    await consumer.start()
+    await producer.start()
+    flushed = []
+    asyncio.get_running_loop().create_task(flusher(producer, flushed))
+    try:
+        async for msg in consumer:
+            await producer.send_and_wait("receipts", msg.value)
+            await consumer.commit()
+    finally:
+        await producer.stop()
+        await consumer.stop()
+
+
+asyncio.run(main())
+'''
+
+
+def test_an_app_leaving_a_pending_task_gets_the_same_history_either_way(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task left pending when the main one ends is cancelled by ``asyncio.run`` and makes
+    a Kafka call as it goes: the loop then has work left, and the history and verdict are
+    those of asyncio's own shutdown, schedule after schedule."""
+    import harness
+    from harness import Crash, Produce, Run, Schedule
+    from harness.kafka import KafkaApp
+
+    script = tmp_path / "pending.py"
+    script.write_text(_PENDING_TASK_APP)
+    app = KafkaApp(str(script), inputs=["orders"], outputs=["receipts"])
+    schedules = [
+        Schedule([Produce(count=2), Run(calls=30)]),
+        Schedule([Produce(count=3), Run(calls=4), Crash(), Run(calls=30)]),
+        Schedule([Produce(count=1), Run(calls=2), Crash(), Produce(count=2), Run(calls=40)]),
+    ]
+
+    def histories() -> list[tuple[Any, Any]]:
+        got = []
+        for schedule in schedules:
+            history, verdict = harness.run_once(
+                app, schedule, "at-least-once", topology=app.topology
+            )
+            got.append((history.events, verdict.status))
+        return got
+
+    quick = histories()
+    assert quick == histories()  # deterministic
+    monkeypatch.setattr(_loops, "_SHUTDOWNS", [()])  # asyncio's own shutdown, always
+    assert histories() == quick
+    assert all(status.name == "VALID" for _, status in quick)
