@@ -234,7 +234,7 @@ def test_an_instance_ended_by_keyboard_interrupt_lets_go_of_its_loop(scope: Loop
         gc.enable()
 
 
-_PENDING_TASK_APP = '''
+_PENDING_TASK_APP = """
 import asyncio
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -267,7 +267,7 @@ async def main():
 
 
 asyncio.run(main())
-'''
+"""
 
 
 def test_an_app_leaving_a_pending_task_gets_the_same_history_either_way(
