@@ -158,6 +158,41 @@ def test_a_processor_may_install_the_default_and_ignore_handlers_by_their_enum_n
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+def test_a_handler_of_its_own_comes_back_as_it_is_and_is_never_formatted() -> None:
+    """A callable handler is no ``Handlers`` member: the guard hands it back as it is,
+    without the enum's refusal formatting its repr (asyncio.run's handler is a partial of
+    its main task, whose repr is dear); the default and ignore handlers stay members."""
+    formatted: list[str] = []
+
+    class Handler:
+        def __call__(self, signum: int, frame: object) -> None:
+            pass
+
+        def __repr__(self) -> str:
+            formatted.append("repr")
+            return "Handler()"
+
+    handler = Handler()
+    seen: list[object] = []
+
+    def processor(ctx: Context) -> None:
+        signal.signal(signal.SIGTERM, handler)
+        seen.append(signal.getsignal(signal.SIGTERM))
+        seen.append(signal.signal(signal.SIGTERM, signal.SIG_DFL))
+        seen.append(signal.getsignal(signal.SIGTERM))
+        process_then_commit(ctx)
+
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        _, verdict = run_once(processor, SCHEDULE, ALO)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert verdict.status is Status.VALID, verdict.summary()
+    assert seen == [handler, handler, signal.SIG_DFL]
+    assert type(seen[2]) is signal.Handlers
+    assert formatted == []
+
+
 def test_outside_a_processor_greenlet_a_way_out_raises_process_exit() -> None:
     with pytest.raises(ProcessExit, match=r"called os\._exit\(5\)"), Guard(lambda what: None):
         os._exit(5)

@@ -19,7 +19,13 @@ thread (greenlets), and asyncio keeps its *running* loop and its *current* loop
   new loop object with its own state, but its operating-system resources, the self-pipe
   socket pair and the epoll instance, are idle ones a closed loop gave back when there are
   (:func:`_new_loop`): making and closing them costs more than the rest of the loop, and an
-  empty socket pair and an epoll instance watching nothing are as good as new ones.
+  empty socket pair and an epoll instance watching nothing are as good as new ones;
+* such a loop's ``run_until_complete`` of its own ``shutdown_asyncgens()`` or
+  ``shutdown_default_executor()`` (what ``asyncio.run`` does twice as it ends) on a loop
+  that has nothing left to run runs the coroutine straight, without a task and loop turns
+  (:func:`_run_until_complete`): the coroutine returns at once there, and the only
+  callbacks such a turn would run, what is left of an earlier ``run_until_complete``, are
+  run first, in order, as the turn would.
 
 Nothing here imports asyncio: an application that never imports it pays nothing.
 """
@@ -61,7 +67,7 @@ class _NoWaitSelector:
                 return self._real.select(timeout)
             self._idle(self._loop)
             return self._real.select(0)
-        self._loop._harness_skew += timeout
+        self._loop._harness_skew[0] += timeout
         return []
 
     def __getattr__(self, name: str) -> Any:
@@ -75,9 +81,9 @@ def _no_waiting(loop: Any, idle: Callable[[Any], None] | None) -> None:
     selector = getattr(loop, "_selector", None)
     if selector is None or not hasattr(loop, "_internal_fds") or hasattr(loop, "_harness_skew"):
         return
-    loop._harness_skew = 0.0
+    skew = loop._harness_skew = [0.0]  # not the loop: a closed loop is no cycle
     loop._selector = _NoWaitSelector(loop, selector, idle)
-    loop.time = lambda: time.monotonic() + loop._harness_skew
+    loop.time = lambda: time.monotonic() + skew[0]
 
 
 def switching(
@@ -132,6 +138,8 @@ def _make_self_pipe(loop: Any) -> None:
 def _close_self_pipe(loop: Any) -> None:
     """``BaseSelectorEventLoop._close_self_pipe``; the pair is kept when it is idle: no
     signal handler of the loop (its write end may be the signal wakeup fd), nothing unread."""
+    for name in _BOUND:  # the loop is closing: no cycle through its own methods
+        vars(loop).pop(name, None)
     ssock, csock = loop._ssock, loop._csock
     loop._remove_reader(ssock.fileno())
     loop._ssock = loop._csock = None
@@ -202,14 +210,88 @@ class _Factory:
         return _new_loop(self.cls)
 
 
+_BOUND: Final = ("_make_self_pipe", "_close_self_pipe", "run_until_complete")
+"""The methods :func:`_new_loop` binds to the loop (dropped when it closes, so that a closed
+loop is freed as soon as nothing refers to it, not at the next garbage collection)."""
+
+
 def _new_loop(cls: Any) -> Any:
     """A new ``cls()`` (the policy's loop class) whose self-pipe and selector are spare ones
-    when there are (they are given back when it closes)."""
+    when there are (they are given back when it closes), and whose shutdown is quick when
+    nothing is left to do (:func:`_run_until_complete`)."""
     loop = cls.__new__(cls)
     loop._make_self_pipe = types.MethodType(_make_self_pipe, loop)
     loop._close_self_pipe = types.MethodType(_close_self_pipe, loop)
+    loop.run_until_complete = types.MethodType(_run_until_complete, loop)
     cls.__init__(loop, _selector())
     return loop
+
+
+def _shutdowns(base: Any) -> tuple[Any, ...]:
+    """The code of the loop's shutdown coroutines that return at once when there is nothing
+    to shut down (no async generator, no default executor), and ``asyncio``'s own
+    ``run_until_complete`` callback (empty if this Python's asyncio differs)."""
+    loop_cls = base.BaseEventLoop
+    try:
+        return (
+            loop_cls.shutdown_asyncgens.__code__,
+            loop_cls.shutdown_default_executor.__code__,
+            base._run_until_complete_cb,
+        )
+    except AttributeError:
+        return ()
+
+
+_SHUTDOWNS: list[tuple[Any, ...]] = []
+
+
+def _quiet(loop: Any, done_cb: Any) -> bool:
+    """Whether a turn of ``loop`` could run nothing but leftover ``done_cb`` callbacks: no
+    timer, no async generator, no default executor, no signal handler, no file descriptor of
+    the application's, not running, not closed, and no other loop running in the thread."""
+    events: Any = sys.modules["asyncio.events"]
+    selector = loop._selector
+    return (
+        not loop._scheduled
+        and not loop._asyncgens
+        and loop._default_executor is None
+        and not getattr(loop, "_signal_handlers", None)
+        and not loop._closed
+        and not loop.is_running()
+        and events._get_running_loop() is None
+        and selector is not None
+        and len(selector.get_map()) <= loop._internal_fds
+        and all(h._callback is done_cb and not h._cancelled for h in loop._ready)
+    )
+
+
+def _run_until_complete(loop: Any, future: Any) -> Any:
+    """``run_until_complete``; of the loop's own shutdown coroutine when :func:`_quiet`, the
+    leftover callbacks and then the coroutine run here: it returns without awaiting (nothing
+    to shut down), as it would in the task the loop would make for it."""
+    if not _SHUTDOWNS:
+        _SHUTDOWNS.append(_shutdowns(sys.modules["asyncio.base_events"]))
+    codes = _SHUTDOWNS[0]
+    cls = type(loop)
+    coroutine = type(future) is types.CoroutineType  # not a task (asyncio.run's main one)
+    frame: Any = future.cr_frame if coroutine else None
+    if (
+        not codes
+        or frame is None
+        or frame.f_code not in codes[:2]
+        or frame.f_locals.get("self") is not loop  # this loop's own shutdown
+        or not _quiet(loop, codes[2])
+    ):
+        return cls.run_until_complete(loop, future)
+    ready = loop._ready
+    while ready:
+        ready.popleft()._run()
+    try:
+        future.send(None)
+    except StopIteration as returned:
+        return returned.value
+    future.close()  # cannot happen: it had nothing to wait for
+    raise RuntimeError(f"{future!r} awaited on a loop with nothing to shut down")
 
 
 def _recycle(policy: Any, on: bool) -> None:

@@ -217,6 +217,18 @@ class _Session:
         cls.saved = {}
 
 
+def _release(exc: BaseException) -> None:
+    """The instance ended with ``exc``: let go of what the frames it went through hold. An
+    ``asyncio`` task keeps the exception it ended with, and those frames hold the task (the
+    exception's traceback, ``asyncio.run``'s frame): a cycle the garbage collector would
+    have to find, instance after instance; the instance's code is done with them."""
+    tb = exc.__traceback__
+    while tb is not None:
+        with contextlib.suppress(RuntimeError):  # a frame still running (this one's caller)
+            tb.tb_frame.clear()
+        tb = tb.tb_next
+
+
 def _imported_since(last: str | None) -> list[str]:
     """The names ``sys.modules`` gained since ``last`` was its newest entry: a dict keeps
     insertion order, so they follow it (a module removed and imported again is among them).
@@ -472,8 +484,8 @@ class KafkaApp:
                     function = getattr(function, part)
                 function = getattr(function, "function", function)
                 function()
-        except KeyboardInterrupt:
-            pass
+        except KeyboardInterrupt as exc:
+            _release(exc)
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 said = getattr(sys.stderr, "getvalue", str)()

@@ -88,7 +88,11 @@ def _plain(value: Any) -> Any:
 
 def _handler(value: Any) -> Any:
     """A handler the C functions returned, as ``signal.getsignal`` returns it (the default
-    and ignore handlers as ``Handlers`` members)."""
+    and ignore handlers as ``Handlers`` members). Only an int can be one: anything else is
+    returned without asking the enum, whose refusal would format the value's repr (for
+    ``asyncio.run``'s handler, a partial of its main task: tens of microseconds a call)."""
+    if not isinstance(value, int):
+        return value
     try:
         return signal.Handlers(value)
     except (TypeError, ValueError):
