@@ -134,6 +134,17 @@ def test_a_key_error_on_the_default_payload_hints_at_value_template(
     assert "encode=harness.kafka.payloads.template(...)" in hints[0]
 
 
+def test_the_json_output_carries_the_same_hint_in_the_problem_it_is_about(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out = _command(capsys, tmp_path, "order_ids", *PRINTED, "--json")
+    assert code == 2
+    (problem,) = json.loads(out)["problems"]
+    (hint,) = problem["hints"]
+    assert hint.startswith("the application looked up 'order_id' in an input value"), hint
+    assert problem["verdict"]["status"] == "unknown" and problem["replay_file"] is not None
+
+
 def test_with_a_template_the_application_reads_its_field_and_no_hint_is_given(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -270,14 +270,7 @@ def _print_json(
 
     first = failures[0] if failures else None
     problems = [
-        {
-            "verdict": f.verdict.to_json(),
-            "schedule": f.schedule.to_json(),
-            "replay_file": None if f.replay_file is None else str(f.replay_file),
-            "replay_command": f.replay_command,
-            "hints": [line.removeprefix("hint: ") for line in app.hints(f)],
-        }
-        for f in failures
+        f.problem_json(line.removeprefix("hint: ") for line in app.hints(f)) for f in failures
     ]
     coverage = (first or result).coverage if (first or result) is not None else None
     text = render_output(
