@@ -326,12 +326,27 @@ def _scanned(spark: SparkSession, runs: tuple[RunSource, ...]) -> DataFrame:
         if found is None:
             raise ValueError(f"Spark read a file the checker did not list: {uri}")
         mapping.append((_normalized(uri), found[0], found[1]))
-    table = local_frame(spark, mapping, "file string, run int, base long")
     events = frame.select(
         F.regexp_replace(F.col("_metadata.file_path"), "^file:/+", "/").alias("file"),
         row_index.alias("row"),
         *columns,
-    ).join(F.broadcast(table), "file")
+    )
+    if len(mapping) > _INLINE_CODES:
+        table = local_frame(spark, mapping, "file string, run int, base long")
+        events = events.join(F.broadcast(table), "file")
+    else:
+        # a few files are matched by an expression: a broadcast costs a Spark job in every
+        # query that scans the files
+        run: Column | None = None
+        base: Column | None = None
+        for path, number, first in mapping:
+            test = F.col("file") == path
+            run = F.when(test, number) if run is None else run.when(test, number)
+            base = F.when(test, first) if base is None else base.when(test, first)
+        assert run is not None and base is not None
+        events = events.select(
+            "*", run.cast(_INT).alias("run"), base.cast(_LONG).alias("base")
+        ).where(F.col("run").isNotNull())
     return events.select(
         "run",
         (F.col("base") + F.col("row")).alias("pos"),

@@ -428,7 +428,6 @@ def _event_aggregates(needs: Needs) -> list[Column]:
         ]
     if needs.tables:
         facts.append(F.max_by(F.col("value"), pos).alias("t_value"))
-        facts.append(F.max(_when(APPEND, "key")).alias("app_key"))
     return facts
 
 
@@ -443,7 +442,7 @@ def _unneeded(needs: Needs) -> list[Column]:
             F.lit(0).cast(_LONG).alias("ordered_big"),
         ]
     if not needs.tables:
-        columns += [none.alias("t_value"), F.lit(None).cast("string").alias("app_key")]
+        columns.append(none.alias("t_value"))
     return columns
 
 
