@@ -13,7 +13,7 @@ import contextlib
 import functools
 import re
 import urllib.parse
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -173,6 +173,24 @@ class QueryContext:
             return
         self.restore[key] = self.spark.conf.get(key, None)
         self.spark.conf.set(key, value)
+
+    @contextlib.contextmanager
+    def setting(self, key: str, value: str) -> Iterator[None]:
+        """Set the SQL setting ``key`` to ``value`` for the queries planned in the block
+        (Spark plans a query at its action, or a kept frame at :meth:`keep`), unless the
+        session was started with a value of its own for it or :meth:`prefer` set it."""
+        if key in self.restore or self.spark.sparkContext.getConf().contains(key):
+            yield
+            return
+        before = self.spark.conf.get(key, None)
+        self.spark.conf.set(key, value)
+        try:
+            yield
+        finally:
+            if before is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, before)
 
     def release(self) -> None:
         """Drop the rows of every kept and cached frame (and restore the settings
