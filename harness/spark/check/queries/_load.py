@@ -355,15 +355,15 @@ def _scanned(spark: SparkSession, runs: tuple[RunSource, ...]) -> DataFrame:
     else:
         # a few files are matched by an expression: a broadcast costs a Spark job in every
         # query that scans the files
-        run: Column | None = None
-        base: Column | None = None
+        run_of: Column | None = None
+        base_of: Column | None = None
         for path, number, first in mapping:
             test = F.col("file") == path
-            run = F.when(test, number) if run is None else run.when(test, number)
-            base = F.when(test, first) if base is None else base.when(test, first)
-        assert run is not None and base is not None
+            run_of = F.when(test, number) if run_of is None else run_of.when(test, number)
+            base_of = F.when(test, first) if base_of is None else base_of.when(test, first)
+        assert run_of is not None and base_of is not None
         events = events.select(
-            "*", run.cast(_INT).alias("run"), base.cast(_LONG).alias("base")
+            "*", run_of.cast(_INT).alias("run"), base_of.cast(_LONG).alias("base")
         ).where(F.col("run").isNotNull())
     return events.select(
         "run",
