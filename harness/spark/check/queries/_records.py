@@ -368,8 +368,8 @@ def _grained(context: QueryContext) -> DataFrame:
 
 def _groups(context: QueryContext, needs: Needs) -> DataFrame:
     """The groups of every grain, with their record facts and run counters: one hash
-    aggregation, partial before the shuffle (which folds a run's other events map-side) and
-    final after it."""
+    aggregation (numbers only in its buffers: a string would make it a sort aggregation),
+    run after the shuffle alone while :func:`fused` plans it."""
     grouped = (
         _grained(context)
         .groupBy(*_KEYS)
