@@ -41,9 +41,13 @@ A run that is not certified is not wrong: phase two runs the exact rules over it
 ``nonmonotonic`` rule alone when only the ordered sink's certificate fails, e.g. after a
 lost record, whose neighbour has no observe before it).
 
-The table counts (``count-mismatch``) are the same aggregation's: each acknowledged record
-is sent under its key once per aggregated table sink of its run, and each key's last value
-there under the same key, so each key's expected and observed values meet without a join.
+The table counts (``count-mismatch``) are the same aggregation's: each non-poison append
+(read from the events, since a key aggregated per record would make the fused pass a sort
+aggregation) is sent under its key once per aggregated table sink of its run, and each key's
+last value there under the same key, so each key's expected and observed values meet without
+a join. The appends are the acknowledged inputs only when every non-poison record appended
+is acknowledged (the run's ``unacked_inputs`` is 0, and a record appended twice fails
+validation): phase one clears a run's table counts only then.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from harness.history.events import Aggregate, SinkKind
-from harness.spark.check.queries._load import _LONG, COMMIT, FETCH, QueryContext
+from harness.spark.check.queries._load import _LONG, APPEND, COMMIT, FETCH, QueryContext
 from harness.spark.check.queries._records import TABLE
 
 __all__ = ["PARTITION_COLUMNS", "open_partition", "pair_rows", "partition_inputs"]
@@ -117,17 +121,17 @@ def pair_rows(
             *row(_FETCHES, _FETCH, F.col("e_pno"), long_null, pos=F.col("gp"), off=F.col("e_off"))
         )
     )
-    frames.extend(_table_rows(groups, context, record, row))
+    frames.extend(_table_rows(groups, context, row))
     result = frames[0]
     for frame in frames[1:]:
         result = result.unionByName(frame)
     return result
 
 
-def _table_rows(groups: DataFrame, context: QueryContext, record: Column, row: Any) -> list[Any]:
-    """Each acknowledged non-poison record's input under its key, once per aggregated table
-    sink of its run (1 for a count, its value for a sum), and each key's last value in each
-    such sink. A few sinks are matched by expressions, more by a broadcast join."""
+def _table_rows(groups: DataFrame, context: QueryContext, row: Any) -> list[Any]:
+    """Each non-poison append's input under its key, once per aggregated table sink of its
+    run (1 for a count, its value for a sum), and each key's last value in each such sink.
+    A few sinks are matched by expressions, more by a broadcast join."""
     count = Aggregate.COUNT.value
     sinks = [
         (number, name, spec.aggregate.value == count)
@@ -137,7 +141,15 @@ def _table_rows(groups: DataFrame, context: QueryContext, record: Column, row: A
     ]
     if not sinks:
         return []
-    inputs = groups.where(record & (F.col("n_app") >= 1) & (F.col("ack_n") > 0) & ~F.col("poison"))
+    # from the appends, not the groups: a key (a string) aggregated per record would turn the
+    # fused pass into a sort aggregation (Spark hashes only fixed-width buffers); exact for
+    # the runs whose non-poison appended records are all acknowledged (``unacked_inputs``
+    # 0), the only ones whose table counts phase one clears (``_Checker._suspects``)
+    inputs = context.events.where(
+        (F.col("kc") == APPEND)
+        & F.col("record_id").isNotNull()
+        & ~F.coalesce(F.col("poison"), F.lit(False))
+    )
     shown = groups.where(F.col("grain") == TABLE).select(
         "run", F.col("gs").alias("sink"), F.col("gk").alias("key"), "t_value"
     )
@@ -164,7 +176,7 @@ def _table_rows(groups: DataFrame, context: QueryContext, record: Column, row: A
         assert of_run is not None
         inputs = inputs.select("*", F.explode(of_run).alias("s")).select("*", "s.*")
         shown = shown.where(wanted)
-    value = F.when(F.col("s_counted"), F.lit(1).cast(_LONG)).otherwise(F.col("app_value"))
+    value = F.when(F.col("s_counted"), F.lit(1).cast(_LONG)).otherwise(F.col("value"))
     null = F.lit(None).cast("int")
     nothing = F.lit(None).cast(_LONG)
     return [
@@ -175,7 +187,7 @@ def _table_rows(groups: DataFrame, context: QueryContext, record: Column, row: A
                 null,
                 nothing,
                 sink=F.col("s_sink"),
-                key=F.col("app_key"),
+                key=F.col("key"),
                 val=value.cast(_LONG),
             )
         ),

@@ -13,7 +13,7 @@ import contextlib
 import functools
 import re
 import urllib.parse
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -174,6 +174,24 @@ class QueryContext:
         self.restore[key] = self.spark.conf.get(key, None)
         self.spark.conf.set(key, value)
 
+    @contextlib.contextmanager
+    def setting(self, key: str, value: str) -> Iterator[None]:
+        """Set the SQL setting ``key`` to ``value`` for the queries planned in the block
+        (Spark plans a query at its action, or a kept frame at :meth:`keep`), unless the
+        session was started with a value of its own for it or :meth:`prefer` set it."""
+        if key in self.restore or self.spark.sparkContext.getConf().contains(key):
+            yield
+            return
+        before = self.spark.conf.get(key, None)
+        self.spark.conf.set(key, value)
+        try:
+            yield
+        finally:
+            if before is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, before)
+
     def release(self) -> None:
         """Drop the rows of every kept and cached frame (and restore the settings
         :meth:`prefer` changed)."""
@@ -326,12 +344,27 @@ def _scanned(spark: SparkSession, runs: tuple[RunSource, ...]) -> DataFrame:
         if found is None:
             raise ValueError(f"Spark read a file the checker did not list: {uri}")
         mapping.append((_normalized(uri), found[0], found[1]))
-    table = local_frame(spark, mapping, "file string, run int, base long")
     events = frame.select(
         F.regexp_replace(F.col("_metadata.file_path"), "^file:/+", "/").alias("file"),
         row_index.alias("row"),
         *columns,
-    ).join(F.broadcast(table), "file")
+    )
+    if len(mapping) > _INLINE_CODES:
+        table = local_frame(spark, mapping, "file string, run int, base long")
+        events = events.join(F.broadcast(table), "file")
+    else:
+        # a few files are matched by an expression: a broadcast costs a Spark job in every
+        # query that scans the files
+        run_of: Column | None = None
+        base_of: Column | None = None
+        for path, number, first in mapping:
+            test = F.col("file") == path
+            run_of = F.when(test, number) if run_of is None else run_of.when(test, number)
+            base_of = F.when(test, first) if base_of is None else base_of.when(test, first)
+        assert run_of is not None and base_of is not None
+        events = events.select(
+            "*", run_of.cast(_INT).alias("run"), base_of.cast(_LONG).alias("base")
+        ).where(F.col("run").isNotNull())
     return events.select(
         "run",
         (F.col("base") + F.col("row")).alias("pos"),
