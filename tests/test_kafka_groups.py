@@ -72,9 +72,14 @@ def test_a_member_rejoins_at_its_next_poll() -> None:
     assert verdict.status is Status.VALID, verdict.summary()
 
 
-def test_a_module_imported_during_the_run_that_holds_a_double_is_forgotten() -> None:
+def test_a_module_imported_during_the_run_that_holds_a_double_is_forgotten(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import sys
 
+    # the app imports tests.kafka_apps.holds_a_double by name: the repository's root must be
+    # on sys.path, which pytest's own rootdir handling does not promise under tox
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
     import tests.kafka_apps  # noqa: F401  (imported before the run: kept)
 
     name = "tests.kafka_apps.holds_a_double"
