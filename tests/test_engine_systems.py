@@ -176,13 +176,39 @@ def test_a_drawn_job_counterexample_is_made_smaller_by_the_engine(
     assert reported is not None and reported.schedule == explored.failure.schedule
 
 
-def test_a_planned_counterexample_is_not_shrunk_nor_run_again(
+def test_a_planned_counterexample_whose_fault_matters_is_kept_as_planned(
     tmp_path: Path, broken: list[str]
 ) -> None:
     explored = explore_job(JOB, EO, workdir=tmp_path, max_schedules=5, sigkill=False)
     assert explored.verdict is not None and explored.schedules == 1
-    assert explored.shrink_runs == 0
-    assert broken == [f"{tmp_path.name}/schedule-0"]
+    assert explored.failure is not None
+    assert explored.failure.schedule == planned_schedules()[0]
+    # one run more, the schedule without its crash, which holds: the crash is kept
+    assert explored.shrink_runs == 1
+    assert broken == [f"{tmp_path.name}/schedule-0", "shrink/1"]
+
+
+def forgets_every_record(ctx: Any) -> None:
+    """A job's own bug, no fault needed: it commits every offset and writes nothing."""
+    ctx.output("out")
+    for record in ctx.read("in-0", ctx.offsets.get("in-0")):
+        ctx.offsets.put("in-0", record.next)
+
+
+def test_a_planned_counterexample_that_fails_without_its_fault_is_shown_without_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workdirs: list[str] = []
+    monkeypatch.setattr(jobsearch, "run_job", _played(forgets_every_record, workdirs))
+    explored = explore_job(JOB, EO, workdir=tmp_path, max_schedules=5, sigkill=False)
+    assert explored.verdict is not None and explored.failure is not None
+    assert AnomalyKind.LOST in {a.kind for a in explored.verdict.anomalies}
+    first = planned_schedules()[0]
+    assert any(isinstance(step, CrashQuery) for step in first.steps)
+    assert explored.failure.schedule.steps == tuple(
+        step for step in first.steps if isinstance(step, ProduceRecords | RunBatches)
+    )
+    assert workdirs == [f"{tmp_path.name}/schedule-0", "shrink/1"]
 
 
 def _variant_played(processor: Callable[..., None]) -> Callable[..., StreamResult]:
@@ -289,7 +315,8 @@ def test_the_engine_searches_a_job_on_for_other_problems_with_max_problems(
     # the second search resumes the plan: after-write of batch 1 shows the known duplicate,
     # before-write of batch 0 the loss; no planned schedule is run twice
     assert [failure.schedule for failure in failures] == [plan[0], plan[2]]
-    assert workdirs == [f"w/schedule-{n}" for n in range(3)]
+    # each planned failure is run once more without its crash (which holds): shrink/<n>
+    assert workdirs == ["w/schedule-0", "shrink/1", "w/schedule-1", "w/schedule-2", "shrink/2"]
     assert failures[1].coverage.systematic == 3 and failures[1].coverage.reused == 1
     assert all(f.replay_file is not None and f.replay_file.exists() for f in failures)
     assert "2 distinct problems found" in str(caught.value)
