@@ -11,7 +11,7 @@ from __future__ import annotations
 import reprlib
 from typing import Final
 
-__all__ = ["SHOWN_CHARS", "describe_exception", "one_line", "shown", "type_name"]
+__all__ = ["SHOWN_CHARS", "counted", "describe_exception", "one_line", "shown", "type_name"]
 
 SHOWN_CHARS: Final = 200
 """How many characters of a bad value an error message shows at most."""
@@ -113,3 +113,8 @@ def one_line(text: object, limit: int = _MESSAGE_CHARS) -> str:
     if "\n" in text or "\r" in text:
         text = " ".join(part.strip() for part in text.splitlines() if part.strip())
     return text
+
+
+def counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless one: ``1 schedule``, ``7 schedules``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

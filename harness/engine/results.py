@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness._shown import counted
 from harness.check import Guarantee, Status, Verdict
 from harness.errors import HarnessError
 from harness.faults.schedule import Schedule
@@ -59,9 +60,9 @@ class Failure:
             f"{self.verdict.status.name}",
             *(line for error in self.processor_errors for line in error.lines()),
             self.verdict.summary(),
-            f"shrunk schedule ({len(self.schedule)} steps; first failure at schedule "
-            f"{self.first_failure_example} after {self.first_failure_seconds:.2f} s, "
-            f"{self.examples} schedules run in all):",
+            f"shrunk schedule ({counted(len(self.schedule), 'step')}; first failure at "
+            f"schedule {self.first_failure_example} after {self.first_failure_seconds:.2f} s, "
+            f"{counted(self.examples, 'schedule')} run in all):",
             self.schedule.describe(self.history.meta.extra.get("stops")),
             f"schedule JSON: {self.schedule.dumps()}",
             f"coverage: {self.coverage.summary()}",

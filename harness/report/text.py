@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from harness._shown import counted
 from harness.check.verdict import Anomaly, Status, Verdict
 from harness.errors import ConfigError
 from harness.history.events import History
@@ -67,10 +68,6 @@ def _few(numbers: list[int]) -> str:
     if len(numbers) <= 8:
         return ", ".join(str(n) for n in numbers)
     return f"{', '.join(str(n) for n in numbers[:3])}, ..., {numbers[-1]} ({len(numbers)} in all)"
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 class _Paint:
@@ -130,7 +127,7 @@ def _render(facts: ReportFacts, paint: _Paint) -> str:
     if verdict.anomalies:
         kinds = len(verdict.anomalies)
         total = sum(anomaly.count for anomaly in verdict.anomalies)
-        lines.append(f"anomalies ({_plural(kinds, 'kind')}, {_plural(total, 'occurrence')}):")
+        lines.append(f"anomalies ({counted(kinds, 'kind')}, {counted(total, 'occurrence')}):")
         for anomaly in verdict.anomalies:
             lines.extend(_anomaly_lines(anomaly, facts.history, paint, _RED))
     if verdict.tolerated:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from harness._shown import counted
 from harness.faults.kinds import Fault
 
 __all__ = ["Coverage"]
@@ -67,13 +68,16 @@ class Coverage:
         if self.fired or (not self.points and self.systematic):
             reached = ", ".join(f"{k} x{v}" for k, v in sorted(self.fired.items())) or "none"
             return (
-                f"{self.schedules} schedules ({self.systematic} planned, {self.drawn} drawn), "
-                f"faults fired: {reached}"
+                f"{counted(self.schedules, 'schedule')} ({self.systematic} planned, "
+                f"{self.drawn} drawn), faults fired: {reached}"
             )
         if not self.points:
             return f"{self.drawn} schedules drawn (systematic phase off)"
         run, planned = self.single_faults
-        schedules = f"{self.schedules} schedules ({self.systematic} systematic, {self.drawn} drawn)"
+        schedules = (
+            f"{counted(self.schedules, 'schedule')} ({self.systematic} systematic, "
+            f"{self.drawn} drawn)"
+        )
         if self.reused:
             schedules += f", after the earlier searches' {self.reused} systematic ones"
         if not planned and not self.pairs[1] and self.unplanned:

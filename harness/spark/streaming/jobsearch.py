@@ -27,7 +27,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, final
 
-from harness._shown import shown
+from harness._shown import counted, shown
 from harness.check.verdict import Guarantee, Status, Verdict
 from harness.engine.replay_file import DEFAULT_FAILURES_DIR as _FAILURES_DIR
 from harness.engine.reruns import Rerun
@@ -304,9 +304,9 @@ class JobCoverage:
     def summary(self) -> str:
         reached = ", ".join(f"{k} x{v}" for k, v in sorted(self.fired.items())) or "none"
         return (
-            f"{self.schedules} schedules ({self.planned} planned), faults fired: {reached}; "
-            f"{self.seconds:.0f}s"
-            + (f"; shrunk in {self.shrink_runs} runs" if self.shrink_runs else "")
+            f"{counted(self.schedules, 'schedule')} ({self.planned} planned), faults fired: "
+            f"{reached}; {self.seconds:.0f}s"
+            + (f"; shrunk in {counted(self.shrink_runs, 'run')}" if self.shrink_runs else "")
         )
 
 
