@@ -283,6 +283,9 @@ def _run_until_complete(loop: Any, future: Any) -> Any:
         or not _quiet(loop, codes[2])
     ):
         return cls.run_until_complete(loop, future)
+    # let go of the coroutine's frame: once it has run, its f_back is this frame (3.12+),
+    # and a cycle through the two would keep the loop until the collector runs
+    del frame
     ready = loop._ready
     while ready:
         ready.popleft()._run()
