@@ -31,6 +31,7 @@ from harness.spark.check.queries._load import (
     TRUNCATE,
     TXN_ABORT,
     QueryContext,
+    cases,
     conform,
     union_all,
 )
@@ -609,14 +610,7 @@ def _sides(
             F.struct(F.lit(name).alias("sink"), F.lit(aggregate == count).alias("counted"))
         )
         wanted = wanted | ((F.col("run") == run) & (F.col("sink") == name))
-    of_run: Column | None = None
-    for run, entries in per_run.items():
-        test = F.col("run") == run
-        of_run = (
-            F.when(test, F.array(*entries))
-            if of_run is None
-            else of_run.when(test, F.array(*entries))
-        )
+    of_run = cases((F.col("run") == run, F.array(*entries)) for run, entries in per_run.items())
     assert of_run is not None
     expected = keyed.select("*", F.explode(of_run).alias("s")).select(
         "run",

@@ -59,7 +59,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from harness.history.events import Aggregate, SinkKind
-from harness.spark.check.queries._load import _LONG, APPEND, COMMIT, FETCH, QueryContext
+from harness.spark.check.queries._load import _LONG, APPEND, COMMIT, FETCH, QueryContext, cases
 from harness.spark.check.queries._records import TABLE
 
 __all__ = ["PARTITION_COLUMNS", "open_partition", "pair_rows", "partition_inputs"]
@@ -165,14 +165,9 @@ def _table_rows(groups: DataFrame, context: QueryContext, row: Any) -> list[Any]
                 F.struct(F.lit(name).alias("s_sink"), F.lit(counted).alias("s_counted"))
             )
             wanted = wanted | ((F.col("run") == number) & (F.col("sink") == name))
-        of_run: Column | None = None
-        for number, entries in per_run.items():
-            test = F.col("run") == number
-            of_run = (
-                F.when(test, F.array(*entries))
-                if of_run is None
-                else of_run.when(test, F.array(*entries))
-            )
+        of_run = cases(
+            (F.col("run") == number, F.array(*entries)) for number, entries in per_run.items()
+        )
         assert of_run is not None
         inputs = inputs.select("*", F.explode(of_run).alias("s")).select("*", "s.*")
         shown = shown.where(wanted)

@@ -303,6 +303,15 @@ _INLINE_CODES: Final = 64
 """Up to this many names, their codes are looked up by an expression, not a join."""
 
 
+def cases(pairs: Iterable[tuple[Column, Any]]) -> Column | None:
+    """``CASE WHEN test THEN value ... END`` over ``pairs`` in order (null where no test
+    holds), or None for no pairs: the expression the queries use instead of a small join."""
+    chain: Column | None = None
+    for test, value in pairs:
+        chain = F.when(test, value) if chain is None else chain.when(test, value)
+    return chain
+
+
 def _coded(
     context: QueryContext, events: DataFrame, name: str, code: str, rows: list[tuple[int, str, int]]
 ) -> DataFrame:
@@ -311,10 +320,9 @@ def _coded(
     if len(rows) > _INLINE_CODES:
         table = context.small(rows, f"run int, {name} string, {code} int")
         return events.join(F.broadcast(table), ["run", name], "left")
-    found: Column | None = None
-    for run, value, number in rows:
-        test = (F.col("run") == run) & (F.col(name) == value)
-        found = F.when(test, number) if found is None else found.when(test, number)
+    found = cases(
+        ((F.col("run") == run) & (F.col(name) == value), number) for run, value, number in rows
+    )
     return events.withColumn(code, (F.lit(None) if found is None else found).cast(_INT))
 
 
@@ -355,12 +363,8 @@ def _scanned(spark: SparkSession, runs: tuple[RunSource, ...]) -> DataFrame:
     else:
         # a few files are matched by an expression: a broadcast costs a Spark job in every
         # query that scans the files
-        run_of: Column | None = None
-        base_of: Column | None = None
-        for path, number, first in mapping:
-            test = F.col("file") == path
-            run_of = F.when(test, number) if run_of is None else run_of.when(test, number)
-            base_of = F.when(test, first) if base_of is None else base_of.when(test, first)
+        run_of = cases((F.col("file") == path, number) for path, number, _ in mapping)
+        base_of = cases((F.col("file") == path, first) for path, _, first in mapping)
         assert run_of is not None and base_of is not None
         events = events.select(
             "*", run_of.cast(_INT).alias("run"), base_of.cast(_LONG).alias("base")
@@ -375,10 +379,10 @@ def _scanned(spark: SparkSession, runs: tuple[RunSource, ...]) -> DataFrame:
 def _kind_code() -> Column:
     """The code of an event's kind (null for an unknown kind), frequent kinds tested first."""
     kind = F.col("kind")
-    code: Column | None = None
-    for event_kind in (*_FREQUENT_FIRST, *[k for k in EventKind if k not in _FREQUENT_FIRST]):
-        test = kind == event_kind.value
-        code = F.when(test, _K[event_kind]) if code is None else code.when(test, _K[event_kind])
+    code = cases(
+        (kind == event_kind.value, _K[event_kind])
+        for event_kind in (*_FREQUENT_FIRST, *[k for k in EventKind if k not in _FREQUENT_FIRST])
+    )
     assert code is not None
     return code
 
