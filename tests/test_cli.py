@@ -160,6 +160,23 @@ def test_a_closed_stdout_ends_the_command_quietly(tmp_path: Path) -> None:
     assert result.returncode == 141  # 128 + SIGPIPE, as a shell reports it
 
 
+def test_a_missing_package_is_one_line_naming_it_and_the_fix() -> None:
+    """A broken install (a core dependency gone): one line naming it and the fix, exit 2."""
+    missing, command, fix = "greenlet", "kafka", "pip install --force-reinstall stream-harness"
+    code = (
+        f"import sys; sys.modules[{missing!r}] = None; from harness.cli import main; "
+        f"sys.exit(main([{command!r}, '--help']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert f"needs the package {missing!r}" in lines[0] and fix in lines[0]
+
+
 SPARK_FREE = (
     "import sys; from harness.cli import main; code = main(sys.argv[1:]); "
     "print(code, sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))"

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from harness._usage import UsageParser, wants_json
 from harness.cli._common import EXIT_INTERRUPTED
-from harness.errors import HarnessError
+from harness.errors import HarnessError, MissingDependency
 
 __all__ = ["COMMANDS", "DEFAULT_COMMAND", "EXIT_BROKEN_PIPE", "Command", "build_parser", "main"]
 
@@ -106,7 +106,23 @@ def _version() -> str:
 
 
 def _load(command: Command) -> Any:
-    return importlib.import_module(command.module)
+    """``command``'s module; a package it needs that is not installed is a typed error.
+
+    The command modules import only the package's own dependencies at their top (an extra's
+    packages, pyspark or pyarrow, are imported where they are used, with their own message),
+    so one missing here means an incomplete install or another Python."""
+    try:
+        return importlib.import_module(command.module)
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").partition(".")[0]
+        if not missing or missing == "harness":
+            raise
+        raise MissingDependency(
+            f"the {command.name!r} command needs the package {missing!r}, which "
+            f"{sys.executable} cannot import: it is one of stream-harness's own dependencies, "
+            "so this install is incomplete (or another Python runs it); reinstall with: "
+            "pip install --force-reinstall stream-harness"
+        ) from exc
 
 
 def build_parser(selected: Command | None = None) -> argparse.ArgumentParser:
