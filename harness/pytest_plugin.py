@@ -110,6 +110,8 @@ def option_name(key: str) -> str:
     return "--harness-" + key.replace("_", "-")
 
 
+_PYTEST_REPEAT: Final = option_name("seed") + " {seed}"
+"""How a failure's report spells the seed that repeats its search, in a test."""
 PROFILE_OPTION: Final = option_name("profile")
 PROFILE_INI: Final = ini_name("profile")
 PROFILE_ENV: Final = env_name("profile")
@@ -622,6 +624,8 @@ class Explorer:
         except CounterexampleFound as found:
             coverage = found.failure.coverage.summary()
             self._user_properties.append((_COVERAGE_PROPERTY, f"failed after {coverage}"))
+            if self._run.replay is None:  # a search's report: the seed in pytest's words
+                found.args = (found.report(repeat=_PYTEST_REPEAT),)
             self._found(found)
             raise found.with_traceback(None) from None
         except HarnessError as exc:  # a bad argument: the message says it, the stack does not
@@ -641,6 +645,7 @@ class Explorer:
         properties (coverage ``summary``, seed, verdict, replay file) and, with a report
         directory, the report files."""
         self._user_properties.append((_COVERAGE_PROPERTY, f"failed after {summary}"))
+        found.args = (found.report(repeat=_PYTEST_REPEAT),)
         self._found(found, in_pytest=False)  # python -m harness replay FILE runs it
 
     def _failures_dir(self) -> Path:

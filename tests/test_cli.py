@@ -177,6 +177,17 @@ def test_a_missing_package_is_one_line_naming_it_and_the_fix() -> None:
     assert f"needs the package {missing!r}" in lines[0] and fix in lines[0]
 
 
+def test_a_failure_spells_its_seed_as_the_command_line_takes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", "--guarantee", "at-least-once", "--faults", "crash", "--seed", "7"]
+    assert main([*argv, "harness.catalogue.toys:commit_before_processing"]) == 1
+    out = capsys.readouterr().out
+    assert "seed: 7  (--seed 7 repeats this search)" in out.splitlines()
+    assert "explore(" not in out
+
+
 SPARK_FREE = (
     "import sys; from harness.cli import main; code = main(sys.argv[1:]); "
     "print(code, sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))"

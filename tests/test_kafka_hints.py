@@ -104,6 +104,7 @@ def test_the_failure_header_names_the_application_and_its_arguments(
     header = f"at-least-once does NOT hold for {APPS}:confluent_regex -- '^order-.*' "
     assert f"{header}(memory backend): INVALID" in out.splitlines()
     assert "harness.kafka.command" not in out
+    assert "seed: 1  (--seed 1 repeats this search)" in out.splitlines()  # this door's words
     (replay_file,) = tmp_path.glob("*.json")
     assert replay_file.name.startswith("confluent_regex-")
     assert json.loads(replay_file.read_text())["processor"] == header.split(" for ")[1].strip()

@@ -375,7 +375,7 @@ def test_the_quickstart_fails_with_a_readable_counterexample_then_passes_when_fi
             "E         2. Crash(machine=False, keep=0)",
             "E            drain",
             'E       schedule JSON: {"version":1,"drain":true,"steps":*}',
-            "E       seed: *  (explore(..., seed=*) repeats this search)",
+            "E       seed: *  (--harness-seed * repeats this search)",
             "E       replay: python -m harness replay .harness/failures/forward-*.json",
             f"E       replay in pytest: pytest {test} --harness-replay "
             ".harness/failures/forward-*.json",

@@ -27,6 +27,7 @@ from harness.cli._common import (
     write_reports,
 )
 from harness.errors import ConfigError
+from harness.settings import flag_name
 
 if TYPE_CHECKING:
     from harness.catalogue.subject import Scenario
@@ -248,7 +249,7 @@ def _run_processor(args: argparse.Namespace, settings: Settings) -> int:
         if settings.json:
             _print_failure(exc)
         else:
-            emit(str(exc))
+            emit(exc.report(repeat=flag_name("seed") + " {seed}"))
         return exit_code(exc.failure.verdict)
     message = result.summary()
     if settings.json:

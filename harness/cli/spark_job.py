@@ -26,7 +26,7 @@ from typing import Any, Final
 from harness._usage import UsageParser, wants_json
 from harness.check import Status, exit_code
 from harness.errors import ConfigError, HarnessError
-from harness.settings import Settings, add_options, from_options
+from harness.settings import Settings, add_options, flag_name, from_options
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -295,7 +295,8 @@ def _report(
     for number, failure in enumerate(failures, 1):
         if count > 1:
             emit(f"\nproblem {number} of {count}:")
-        text = [line for line in failure.report().splitlines() if not line.startswith("replay: ")]
+        report = failure.report(repeat=flag_name("seed") + " {seed}")
+        text = [line for line in report.splitlines() if not line.startswith("replay: ")]
         emit("\n".join(text))
         _print_replay(failure, argv, holds_job=job is None or job.to_json() is not None)
     emit(f"the schedules' worlds (checkpoints, sinks, logs) are kept in {workdir}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from harness._shown import counted
 from harness.check import Guarantee, Status, Verdict
@@ -22,7 +22,11 @@ from harness.report.subject import ProcessorError
 from harness.search.coverage import Coverage
 from harness.sim.world import Backend
 
-__all__ = ["CounterexampleFound", "Exploration", "Failure"]
+__all__ = ["PYTHON_REPEAT", "CounterexampleFound", "Exploration", "Failure"]
+
+PYTHON_REPEAT: Final = "explore(..., seed={seed})"
+"""How a report spells the seed that repeats its search, by default (the Python API's
+words); a door with its own (``--seed {seed}``, ``--harness-seed {seed}``) passes them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +56,9 @@ class Failure:
     replay_note: str | None = None
     """Why the replay file is not in the failures directory, and where it is instead."""
 
-    def report(self) -> str:
-        """The text shown when an exploration fails."""
+    def report(self, repeat: str = PYTHON_REPEAT) -> str:
+        """The text shown when an exploration fails; ``repeat`` is how the door that shows it
+        spells its seed, with ``{seed}`` in it (``--seed {seed}`` on the command line)."""
         held = "does NOT hold" if self.verdict.status is Status.INVALID else "could not be shown"
         lines = [
             f"{self.guarantee.value} {held} for {self.processor} ({self.backend} backend): "
@@ -66,7 +71,7 @@ class Failure:
             self.schedule.describe(self.history.meta.extra.get("stops")),
             f"schedule JSON: {self.schedule.dumps()}",
             f"coverage: {self.coverage.summary()}",
-            f"seed: {self.seed}  (explore(..., seed={self.seed}) repeats this search)",
+            f"seed: {self.seed}  ({repeat.format(seed=self.seed)} repeats this search)",
             f"replay: {self.replay_command}",
             *([f"replay file: {self.replay_note}"] if self.replay_note else []),
         ]
@@ -92,15 +97,19 @@ class CounterexampleFound(HarnessError, AssertionError):
     def __init__(self, failure: Failure, others: Iterable[Failure] = ()) -> None:
         self.failure = failure
         self.failures = (failure, *others)
+        super().__init__(self.report())
+
+    def report(self, repeat: str = PYTHON_REPEAT) -> str:
+        """Every problem's report (:meth:`Failure.report`), numbered when there are several;
+        ``str()`` of this exception spells the seed as the Python API does."""
         if len(self.failures) == 1:
-            super().__init__(failure.report())
-            return
+            return self.failure.report(repeat)
         count = len(self.failures)
         parts = [
-            f"problem {number} of {count}:\n{one.report()}"
+            f"problem {number} of {count}:\n{one.report(repeat)}"
             for number, one in enumerate(self.failures, 1)
         ]
-        super().__init__(f"{count} distinct problems found\n\n" + "\n\n".join(parts))
+        return f"{count} distinct problems found\n\n" + "\n\n".join(parts)
 
 
 CounterexampleFound.__module__ = "harness"

@@ -21,7 +21,7 @@ from harness._usage import UsageParser, wants_json
 from harness.check import Status, exit_code
 from harness.effects.sources import load_named
 from harness.errors import ConfigError, HarnessError
-from harness.settings import Settings, add_options, from_options
+from harness.settings import Settings, add_options, flag_name, from_options
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -345,7 +345,7 @@ def _report(args: argparse.Namespace, app: Any, argv: Sequence[str], failures: A
         for number, failure in enumerate(failures, 1):
             if count > 1:
                 print(f"\nproblem {number} of {count}:")
-            text = failure.report().splitlines()
+            text = failure.report(repeat=flag_name("seed") + " {seed}").splitlines()
             text = [line for line in text if not line.startswith("replay: ")]
             cut = next((i for i, line in enumerate(text) if line.startswith("shrunk schedule")), 0)
             text[cut:cut] = app.hints(failure)  # after the verdict it explains
