@@ -159,7 +159,9 @@ def test_the_report_names_verdict_schedule_seed_and_replay_command(tmp_path: Pat
     assert (
         f"seed: {failure.seed}  (explore(..., seed={failure.seed}) repeats this search)" in report
     )
-    assert report[-1] == f"replay: python -m harness replay {failure.replay_file}"
+    assert report[-2] == f"replay: python -m harness replay {failure.replay_file}"
+    out = failure.replay_file.with_name(failure.replay_file.stem + "-report")
+    assert report[-1] == f"report: python -m harness report {failure.replay_file} --out {out}"
     assert failure.replay_file is not None and failure.replay_file.parent == tmp_path
 
 

@@ -355,7 +355,8 @@ def test_the_cli_command_explores_a_script(tmp_path: Path) -> None:
     assert found.returncode == 1, found.stderr
     assert found.stdout.startswith("lineage: default")
     assert "unexpected" in found.stdout
-    replay = found.stdout.splitlines()[-1]
+    *_, replay, report = found.stdout.splitlines()
+    assert report.startswith("report: python -m harness report ")
     assert replay.startswith("replay: python -m harness kafka ") and "--replay" in replay
     again = subprocess.run(
         [*command, *options, "--replay", replay.split("--replay ")[1].split()[0]],

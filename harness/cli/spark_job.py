@@ -296,7 +296,7 @@ def _report(
         if count > 1:
             emit(f"\nproblem {number} of {count}:")
         report = failure.report(repeat=flag_name("seed") + " {seed}")
-        text = [line for line in report.splitlines() if not line.startswith("replay: ")]
+        text = [line for line in report.splitlines() if not line.startswith(_COMMANDS)]
         emit("\n".join(text))
         _print_replay(failure, argv, holds_job=job is None or job.to_json() is not None)
     emit(f"the schedules' worlds (checkpoints, sinks, logs) are kept in {workdir}")
@@ -345,6 +345,10 @@ def _print_json(
     )
 
 
+_COMMANDS: Final = ("replay: ", "report: ")
+"""The report's lines that :func:`_print_replay` writes for this door."""
+
+
 def _print_replay(failure: Any, argv: Sequence[str], *, holds_job: bool) -> None:
     """The commands that run the counterexample again and render its report: ``replay`` and
     ``report`` as for every other door when the file holds the job, else this command."""
@@ -358,11 +362,8 @@ def _print_replay(failure: Any, argv: Sequence[str], *, holds_job: bool) -> None
     if not holds_job:  # a lineage function that cannot be imported by name
         print("replay: " + shlex.join(command))
         return
-    out = Path(file).with_name(Path(file).stem + "-report")
     print(f"replay: {failure.replay_command}")
-    print(
-        f"report: {shlex.join(['python', '-m', 'harness', 'report', str(file), '--out', str(out)])}"
-    )
+    print(f"report: {failure.report_command}")
     print("(or: " + shlex.join(command) + ")")
 
 

@@ -7,6 +7,7 @@ errors, the shrunk schedule as steps and JSON, the coverage, the seed and the re
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,9 +74,20 @@ class Failure:
             f"coverage: {self.coverage.summary()}",
             f"seed: {self.seed}  ({repeat.format(seed=self.seed)} repeats this search)",
             f"replay: {self.replay_command}",
+            *([f"report: {self.report_command}"] if self.report_command else []),
             *([f"replay file: {self.replay_note}"] if self.replay_note else []),
         ]
         return "\n".join(lines)
+
+    @property
+    def report_command(self) -> str | None:
+        """The command that renders this failure's replay file as text, JSON and HTML (next
+        to the file), as every door prints it; None without a file."""
+        if self.replay_file is None:
+            return None
+        file = Path(self.replay_file)
+        out = file.with_name(file.stem + "-report")
+        return shlex.join(["python", "-m", "harness", "report", str(file), "--out", str(out)])
 
     def problem_json(self, hints: Iterable[str] = ()) -> dict[str, Any]:
         """This failure as one item of a door's ``--json`` ``problems`` (``output.schema.json``):

@@ -346,11 +346,9 @@ def _report(args: argparse.Namespace, app: Any, argv: Sequence[str], failures: A
             if count > 1:
                 print(f"\nproblem {number} of {count}:")
             text = failure.report(repeat=flag_name("seed") + " {seed}").splitlines()
-            text = [line for line in text if not line.startswith("replay: ")]
             cut = next((i for i, line in enumerate(text) if line.startswith("shrunk schedule")), 0)
             text[cut:cut] = app.hints(failure)  # after the verdict it explains
             print("\n".join(text))
-            print("replay: " + failure.replay_command)
     return exit_code(status)
 
 
