@@ -22,6 +22,7 @@ import pytest
 
 from harness.catalogue import Scenario, Subject
 from harness.catalogue.seeds import SCENARIOS as CATALOGUE
+from harness.catalogue.streams import STREAM_SUBJECTS
 from harness.check import Status
 from harness.cli.matrix import render_table, run_variant
 from harness.engine import CounterexampleFound, explore, run_once
@@ -217,6 +218,15 @@ def test_run_command_prints_the_matrix_and_exit_codes(tmp_path: Path) -> None:
     )
     data = json.loads(listed.stdout)["scenarios"]  # the envelope of every --json
     assert [s["scenario"] for s in data] == list(CATALOGUE)
+    streams = json.loads(listed.stdout)["streams"]  # then the streaming variants, by target
+    assert [s["target"] for s in streams] == [s.target for s in STREAM_SUBJECTS]
+    assert {s["target"]: s["expected"] for s in streams}["variant:foreach-batch-append"] == {
+        "exactly-once": ["duplicate"]
+    }
+    shown = subprocess.run(
+        [sys.executable, "-m", "harness", "list"], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert any(line.split() == ["variant:parquet", "holds", "exactly-once"] for line in shown)
 
     unknown = subprocess.run(
         [sys.executable, "-m", "harness", "run", "no-such-scenario"],

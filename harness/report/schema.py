@@ -215,7 +215,7 @@ OUTPUT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "replay": ("guarantee", "processor", "backend", "seed", "verdict", "schedule"),
     "check": ("guarantee", "source", "verdict"),
     "check-spark": ("guarantee", "runs"),
-    "list": ("scenarios",),
+    "list": ("scenarios", "streams"),
     "kafka": (
         "guarantee",
         "processor",
@@ -361,6 +361,21 @@ _OUTPUT_PROPERTIES: Final[dict[str, Any]] = {
     "scenarios": {
         "type": "array",
         "items": {"type": "object", "required": ["scenario", "guarantee", "variants"]},
+    },
+    "streams": {
+        "description": "the built-in Structured Streaming variants, each searched with "
+        "`python -m harness spark-job TARGET` (docs/streaming.md)",
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["target", "guarantee", "expected", "story"],
+            "properties": {
+                "target": {"type": "string"},
+                "guarantee": {"type": "string"},
+                "expected": {"type": "object", "additionalProperties": _strings()},
+                "story": {"type": "string"},
+            },
+        },
     },
 }
 
