@@ -29,6 +29,9 @@ def test_a_small_history_goes_to_the_local_checker_with_its_size_as_the_reason(
     choice = choose_engine(small, memory=8 * 2**30)
     assert choice.engine == "local"
     assert choice.reason.startswith("10,") and "events, below 4,000,000" in choice.reason
+    assert "checker; it needs about " in choice.reason
+    assert " MiB of memory of 8.0 GiB available" in choice.reason  # a small need is never 0.0
+    assert "0.0 " not in choice.reason
 
 
 def test_a_history_past_the_crossover_or_too_large_for_memory_goes_to_spark(

@@ -74,6 +74,9 @@ def _spark_missing() -> str | None:
 
 
 def _gib(size: float) -> str:
+    """``size`` bytes in GiB, or in MiB below a tenth of a GiB (never "0.0 GiB")."""
+    if size < 2**30 / 10:
+        return f"{max(size / 2**20, 0.1):.1f} MiB"
     return f"{size / 2**30:.1f} GiB"
 
 
@@ -107,7 +110,7 @@ def choose_engine(
         return EngineChoice(
             "local",
             f"{events:,} events, below {spark_from:,}, where Spark overtakes the local "
-            f"checker (about {_gib(needed)} of memory{room})",
+            f"checker; it needs about {_gib(needed)} of memory{room}",
         )
     missing = _spark_missing()
     if missing is not None:
