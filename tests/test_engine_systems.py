@@ -265,7 +265,7 @@ def test_a_correct_variant_stand_in_holds_and_draws_only_what_variants_take(
     assert not any(
         isinstance(step, CrashQuery) and step.point is CrashPoint.AFTER_COMMIT for step in steps
     )
-    assert "30 schedules (8 planned, 22 drawn)" in done.summary()
+    assert "30 schedules (8 systematic, 22 drawn)" in done.summary()
 
 
 def test_coverage_names_the_faults_a_system_s_runs_fired_and_only_then() -> None:
@@ -273,12 +273,13 @@ def test_coverage_names_the_faults_a_system_s_runs_fired_and_only_then() -> None
 
     fired = Coverage(systematic=14, drawn=2, fired={"after-write/raise": 3, "task/retried": 1})
     assert fired.summary() == (
-        "16 schedules (14 planned, 2 drawn), faults fired: after-write/raise x3, task/retried x1"
+        "16 schedules (14 systematic, 2 drawn), faults fired: after-write/raise x3, task/retried x1"
     )
     assert fired.to_json()["fired"] == {"after-write/raise": 3, "task/retried": 1}
     assert "fired" not in Coverage(drawn=7).to_json()
     assert (
-        Coverage(systematic=3).summary() == "3 schedules (3 planned, 0 drawn), faults fired: none"
+        Coverage(systematic=3).summary()
+        == "3 schedules (3 systematic, 0 drawn), faults fired: none"
     )
 
 
@@ -398,9 +399,9 @@ def test_the_spark_job_door_says_what_held_and_exits_0(
     assert printed["examples"] == 15 and printed["coverage"]["drawn"] == 1
     assert printed["coverage"]["fired"]["after-commit/sigkill"] == 2
     assert "held for " in printed["summary"]
-    assert "stand_in.py: 15 schedules (14 planned, 1 drawn)" in printed["summary"]
+    assert "stand_in.py: 15 schedules (14 systematic, 1 drawn)" in printed["summary"]
     assert main(["spark-job", *_door(tmp_path, "--max-examples", "2")]) == 0
-    assert "stand_in.py: 2 schedules (2 planned, 0 drawn)" in capsys.readouterr().out
+    assert "stand_in.py: 2 schedules (2 systematic, 0 drawn)" in capsys.readouterr().out
 
 
 @pytest.mark.usefixtures("broken")

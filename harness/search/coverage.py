@@ -68,7 +68,7 @@ class Coverage:
         if self.fired or (not self.points and self.systematic):
             reached = ", ".join(f"{k} x{v}" for k, v in sorted(self.fired.items())) or "none"
             return (
-                f"{counted(self.schedules, 'schedule')} ({self.systematic} planned, "
+                f"{counted(self.schedules, 'schedule')} ({self.systematic} systematic, "
                 f"{self.drawn} drawn), faults fired: {reached}"
             )
         if not self.points:
