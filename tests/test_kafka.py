@@ -343,6 +343,19 @@ def test_the_pytest_fixture_runs_a_script_and_reports_lineage(pytester: pytest.P
     result.stdout.fnmatch_lines(["*unexpected*", "*lineage: default*"])
 
 
+def test_a_held_guarantee_is_said_in_the_run_doors_words(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from harness.kafka.command import main
+
+    argv = ["--guarantee", "at-least-once", "--input", "in", "--output", "out"]
+    argv += ["--max-examples", "12", "--seed", "3", "--failures-dir", str(tmp_path)]
+    assert main([SCRIPT, *argv, "--", "-b", "x", "-t", "in", "-o", "out"]) == 0
+    held = capsys.readouterr().out.splitlines()[-1]
+    assert held.startswith("at-least-once held for ") and held.endswith(", seed 3")
+    assert "12 schedules (" in held and " systematic, " in held  # coverage's summary
+
+
 def test_the_cli_command_explores_a_script(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "harness", "kafka", MISC + ":counts_only"]
     options = ["--guarantee", "at-least-once", "--input", "orders", "--output", "receipts"]

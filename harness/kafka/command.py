@@ -302,17 +302,13 @@ def _explore(args: argparse.Namespace, app: Any, argv: Sequence[str]) -> int:
     import harness
 
     settings: Settings = args.settings
-    faults = list(settings.faults or ())
     try:
         result = harness.explore(
             app, topology=app.topology, failures_dir=args.failures_dir, settings=settings
         )
     except harness.CounterexampleFound as found:
         return _report(args, app, argv, found.failures)
-    summary = (
-        f"{args.guarantee} held for {args.app}: {result.examples} schedules, faults "
-        f"{', '.join(faults) or 'none'}, seed {result.seed}"
-    )
+    summary = result.summary()  # the run door's words: what was tried, and the seed
     if args.json:
         _print_json(args, app, Status.VALID, summary, [], result=result)
     else:
