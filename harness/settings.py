@@ -340,7 +340,7 @@ _HELP: Final[Mapping[str, str]] = {
     "max_examples": "schedules per search, systematic and drawn together (default: the profile's)",
     "max_steps": "the longest drawn schedule (default: the profile's)",
     "seed": "the search seed (default: $HARNESS_SEED, else one derived from the name)",
-    "faults": "comma-separated faults to inject (default: every fault)",
+    "faults": "comma-separated faults to inject, or none (default: every fault)",
     "run_calls": "calls into the world one run may make before it ends UNKNOWN (default: the "
     "profile's, 1000000)",
     "run_seconds": "wall-clock seconds one run may take before it ends UNKNOWN (default: the "
@@ -475,10 +475,28 @@ def _seconds(key: str, value: object, where: str, text: bool) -> float:
     )
 
 
+_NO_FAULTS: Final = "none"
+"""The word that asks for no fault at all where faults are given as text (``--faults none``,
+``HARNESS_FAULTS=none``); from Python, ``faults=[]``."""
+
+
 def _faults(key: str, value: object, where: str, text: bool) -> tuple[str, ...]:
     from harness.faults.kinds import Fault  # the fault vocabulary, only when faults are given
 
+    if isinstance(value, str) and value.strip().lower() == _NO_FAULTS:
+        return ()
     names = [part.strip() for part in value.split(",")] if isinstance(value, str) else value
+    if isinstance(value, str) and not any(names):
+        # text that names no fault (`--faults "$UNSET"`) would search without any: a gate
+        # that passes by accident; no faults is said with a word
+        raise BadSetting(
+            key,
+            value,
+            where,
+            "names no fault",
+            f"give fault names (e.g. crash,tick), {_NO_FAULTS!r} to inject none, or leave it "
+            "out for every fault",
+        )
     if not isinstance(names, Iterable) or isinstance(names, bytes | Mapping):
         raise BadSetting(
             key, value, where, "faults must be fault names", "give e.g. ['crash'] or crash,tick"

@@ -161,6 +161,18 @@ def test_a_bad_value_is_a_typed_error_naming_it_its_source_and_the_choices(
     assert isinstance(raised.value, ConfigError)
 
 
+def test_faults_given_as_text_that_names_none_is_refused_and_none_is_a_word() -> None:
+    """`--faults "$UNSET"` must not turn every fault off: a gate would pass a buggy processor
+    on schedules without a fault. No fault at all is asked for by name (or [] from Python)."""
+    for empty in ("", " , "):
+        layer = Layer("command line", {"faults": empty}, {"faults": f"--faults {empty!r}"}, True)
+        with pytest.raises(BadSetting, match=r"names no fault.*'none' to inject none"):
+            resolve(layer)
+    assert resolve(Layer("command line", {"faults": "none"}, text=True)).faults == ()
+    assert resolve(environment({"HARNESS_FAULTS": "None"})).faults == ()
+    assert resolve(arguments(faults=[])).faults == ()
+
+
 def test_an_unknown_key_names_every_setting() -> None:
     with pytest.raises(
         BadSetting, match=r"'examples' is not a setting, got 5; the settings are guara"
