@@ -486,7 +486,7 @@ def _faults(key: str, value: object, where: str, text: bool) -> tuple[str, ...]:
     if isinstance(value, str) and value.strip().lower() == _NO_FAULTS:
         return ()
     names = [part.strip() for part in value.split(",")] if isinstance(value, str) else value
-    if isinstance(value, str) and not any(names):
+    if isinstance(value, str) and not "".join(value.split(",")).strip():
         # text that names no fault (`--faults "$UNSET"`) would search without any: a gate
         # that passes by accident; no faults is said with a word
         raise BadSetting(
