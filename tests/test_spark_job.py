@@ -334,6 +334,11 @@ def test_a_counterexample_replays_and_reports_through_the_common_doors(
     assert report["schedule"] == replayed["schedule"]
     assert report["replay_command"] == f"python -m harness replay {saved}"
     assert set(report) == set(REPORT_SCHEMA["required"])
+    import harness  # the Python API runs the job's file too, on this session
+
+    history, verdict = harness.replay(saved)
+    assert verdict.to_json() == replayed["verdict"]
+    assert history.meta.extra["schedule"] == replayed["schedule"]
 
 
 UPSERT = SparkJob(

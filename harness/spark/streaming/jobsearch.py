@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from harness.faults.kinds import Fault
 
 __all__ = [
+    "JOB_REPLAY_READER",
     "JOB_REPLAY_VERSION",
     "JobCoverage",
     "JobExploration",
@@ -74,6 +75,9 @@ __all__ = [
 
 JOB_REPLAY_VERSION: Final = 2
 """Version 2 holds the job itself (``job``), so ``python -m harness replay FILE`` runs it."""
+JOB_REPLAY_READER: Final = "harness.spark.streaming.jobsearch:JobReplay.read"
+"""The reader a job's replay file names (``system``), so that every door that replays
+(:func:`harness.replay`, ``pytest --harness-replay``, the CLI) reads it."""
 _LATER: Final = ProduceRecords(count=2)
 """Input that arrives while the job is down, after a planned fault."""
 POINTS: Final = (CrashPoint.AFTER_WRITE, CrashPoint.BEFORE_WRITE, CrashPoint.AFTER_COMMIT)
@@ -202,6 +206,7 @@ class JobReplay:
     def to_json(self) -> dict[str, Any]:
         data = {
             "harness_spark_job_replay": JOB_REPLAY_VERSION,
+            "system": JOB_REPLAY_READER,
             "app": self.app,
             "guarantee": self.guarantee.value,
             "schedule": self.schedule.to_json(),
@@ -251,6 +256,35 @@ class JobReplay:
             )
         except (KeyError, ValueError) as exc:
             raise ConfigError(f"{where} is not a whole spark-job replay file: {exc}") from None
+
+    @classmethod
+    def read(cls, data: object, where: str) -> JobReplay:
+        """:meth:`from_json`, as the engine's :func:`~harness.engine.replay_file.load_replay`
+        calls the reader a replay file names."""
+        return cls.from_json(data, where)
+
+    @property
+    def processor(self) -> str:
+        """What the file replays: the job's app (``variant:NAME`` for a variant)."""
+        return self.app
+
+    def run_again(self, *, budget: RunBudget | None = None) -> tuple[History, Verdict]:
+        """Run the file's schedule again on this process's session (started if none runs),
+        in a new temporary directory that is kept (``harness-replay-spark-job-*``), and judge
+        it: :func:`harness.replay` for a job's file. ``budget``'s seconds bound each query
+        run of the job."""
+        import tempfile
+
+        from harness.spark.streaming.job import job_session
+
+        subject = None  # a built-in variant's file: the file says which
+        if self.variant is None:
+            subject = self.spark_job()
+            if budget is not None:
+                subject = replace(subject, timeout_s=float(budget.seconds))
+        workdir = Path(tempfile.mkdtemp(prefix="harness-replay-spark-job-"))
+        done = replay_job(self, workdir=workdir / "run", job=subject, spark=job_session())
+        return done.history, done.verdict
 
     @classmethod
     def recognise(cls, source: str) -> JobReplay | None:
@@ -724,6 +758,9 @@ class JobExplorer:
 
         subject = SparkJob(app, **job)
         explorer = self.explorer
+        replaying = None if explorer is None else explorer.system_replay(subject.app)
+        if replaying is not None:
+            return self._replay(subject, replaying, Guarantee(guarantee))
         failures_dir = self.workdir / "failures" if explorer is None else explorer.failures_dir()
         try:
             with nullcontext() if explorer is None else explorer.searching():
@@ -744,6 +781,43 @@ class JobExplorer:
             if explorer is not None:
                 explorer.found(found, found.failure.coverage.summary())
             raise found.with_traceback(None) from None
+
+    def _replay(self, job: SparkJob, replaying: Any, guarantee: Guarantee) -> Exploration:
+        """``pytest --harness-replay FILE``: the file's schedule run once against the test's
+        job (its options as the test gives them) under the test's guarantee; the test fails
+        with the verdict as a replay of a processor's file fails it."""
+        __tracebackhide__ = True
+        from harness.engine.results import Exploration, Failure
+
+        if not isinstance(replaying, JobReplay):
+            raise ConfigError(f"--harness-replay gives {replaying!r:.80}, not a job's file")
+        started = time.monotonic()
+        done = replay_job(
+            replace(replaying, guarantee=guarantee),
+            workdir=self.workdir / "replay",
+            job=job,
+            spark=self.spark,
+        )
+        seed = replaying.seed or 0
+        if done.verdict.status is Status.VALID:
+            return Exploration(job.app, guarantee, 1, seed)
+        found = self.explorer.replay_failed(
+            Failure(
+                processor=job.app,
+                guarantee=guarantee,
+                backend="spark",
+                verdict=done.verdict,
+                schedule=replaying.schedule,
+                history=done.history,
+                seed=seed,
+                examples=1,
+                first_failure_example=1,
+                first_failure_seconds=time.monotonic() - started,
+                replay_file=None,  # the file replayed: the explorer names it
+                replay_command="",
+            )
+        )
+        raise found.with_traceback(None) from None
 
 
 def _fired(result: JobResult) -> list[str]:
