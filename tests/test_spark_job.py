@@ -192,6 +192,51 @@ def test_unknown_kafka_option_is_a_usage_error(spark: SparkSession, tmp_path: Pa
         )
 
 
+def test_a_second_query_is_refused_in_one_line_naming_both_queries(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job that starts a console query and a Kafka one (then ``awaitAnyTermination``) is
+    refused, even where the job would catch the error: one line naming both queries and
+    what is supported; the door exits 2 with it and saves no replay file."""
+    from harness.cli import main
+    from harness.spark.streaming._interpose import SecondQuery
+
+    two = SparkJob(
+        str(JOBS / "two_queries.py"), inputs=("events",), outputs=("upper",), sinks=("console",)
+    )
+    one = StreamSchedule(steps=(ProduceRecords(2),))
+    with pytest.raises(SecondQuery) as refused:
+        run_job(two, one, workdir=tmp_path / "w", spark=spark)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert "query 'upper' (kafka sink, topic 'upper'), after the query (console sink):" in message
+    assert "one streaming query per job" in message and "one foreachBatch" in message
+    caught = tmp_path / "caught.py"  # a job that swallows the error and goes on
+    caught.write_text(
+        Path(two.app)
+        .read_text()
+        .replace("upper_cased = (", "try:\n  upper_cased = (")
+        .replace("spark.streams.awaitAnyTermination()", "except Exception:\n  pass\n")
+    )
+    with pytest.raises(SecondQuery):
+        run_job(
+            SparkJob(str(caught), inputs=("events",), outputs=("upper",)),
+            one,
+            workdir=tmp_path / "c",
+            spark=spark,
+        )
+    door = [
+        *("spark-job", two.app, "--guarantee", "exactly-once", "--input", "events"),
+        *("--output", "upper", "--max-examples", "1", "--no-sigkill"),
+        *("--workdir", str(tmp_path / "door"), "--failures-dir", str(tmp_path / "failures")),
+    ]
+    assert main(door) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: the job starts a second streaming query, query 'upper'")
+    assert len(err.splitlines()) == 1
+    assert not (tmp_path / "failures").exists()
+
+
 def test_pytest_fixture_fails_a_test_with_the_counterexample(harness_spark_job: Any) -> None:
     """The fixture fails the test as ``harness_explore`` does (the engine's
     ``CounterexampleFound``), its replay file in the failures directory every door uses."""
