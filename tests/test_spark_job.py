@@ -425,7 +425,9 @@ spark = job_session()
 schedule = StreamSchedule(steps=(ProduceRecords(4), FailTask(1), ProduceRecords(2)))
 out = {"master": spark.sparkContext.master}
 for name, sinks, outputs in (("kafka_upper.py", (), ("upper",)),
-                             ("fb_upsert.py", ("sqlite:/tmp/events.db:events",), ())):
+                             ("fb_upsert.py", ("sqlite:/tmp/events.db:events",), ()),
+                             ("parquet_sink.py", ("files:/data/events-parquet",), ()),
+                             ("fb_parquet.py", ("files:/data/lake/events",), ())):
     job = SparkJob(sys.argv[1] + "/" + name, inputs=("events",), sinks=sinks, outputs=outputs,
                    max_offsets_per_trigger=2, id_column="id" if sinks else None)
     result = run_job(job, schedule, workdir=sys.argv[2] + "/" + name, spark=spark)
@@ -443,7 +445,12 @@ def test_a_failed_task_is_retried_and_a_kafka_sink_writes_its_rows_again(tmp_pat
     """On the door's own master (``local[2,2]``: a fresh process, its own JVM), a task of
     batch 1 fails once after its work and Spark retries it. The Kafka sink's task had
     appended its rows, so they are there twice (Spark's Kafka sink is at-least-once); the
-    upsert's read task is simply read again, and the job holds."""
+    upsert's read task is simply read again, and the job holds. Where the job's own write
+    runs in the task that reads the source (a Parquet file sink's task, a ``foreachBatch``'s
+    ``df.write.parquet`` append: one stage, no shuffle), the failure lands in the job's own
+    task, mid-write, once the partition is read: Spark's commit protocols drop the failed
+    attempt's file (the file sink's is not in its ``_spark_metadata`` log, the batch
+    write's is never moved out of ``_temporary``), and both hold."""
     import json
     import subprocess
     import sys
@@ -469,6 +476,11 @@ def test_a_failed_task_is_retried_and_a_kafka_sink_writes_its_rows_again(tmp_pat
         {"step": 1, "process": 1, "batch": 1, "at": "read", "retried": True}
     ]
     assert upsert["errors"] == [] and upsert["exactly-once"] == []
+    for name in ("parquet_sink.py", "fb_parquet.py"):  # the job's own write task failed
+        assert found[name]["failed"] == [
+            {"step": 1, "process": 1, "batch": 1, "at": "read", "retried": True}
+        ], found[name]
+        assert found[name]["errors"] == [] and found[name]["exactly-once"] == [], found[name]
 
 
 def test_a_stream_written_to_a_table_is_observed_and_holds(
