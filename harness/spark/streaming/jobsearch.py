@@ -723,7 +723,9 @@ class JobExplorer:
     the schedule, what was tried, ``python -m harness replay FILE``) when it does not.
     ``max_examples`` (the old ``max_schedules``), ``seed`` and ``max_problems``: the call's,
     else what the test's marker, options or environment give, else 12, 0 and 1 (each
-    schedule starts Spark queries: the profiles' budgets are not this fixture's)."""
+    schedule starts Spark queries: the profiles' budgets are not this fixture's). Under
+    ``pytest --harness-replay FILE`` a call whose app is the file's runs the file's schedule
+    once against this call's job and guarantee, and no search (another call is skipped)."""
 
     def __init__(self, spark: Any, workdir: Path, explorer: Any = None) -> None:
         self.spark = spark
@@ -792,9 +794,13 @@ class JobExplorer:
         if not isinstance(replaying, JobReplay):
             raise ConfigError(f"--harness-replay gives {replaying!r:.80}, not a job's file")
         started = time.monotonic()
+        where, more = self.workdir / "replay", 1
+        while where.exists():  # another call of the same test replayed the file already
+            more += 1
+            where = self.workdir / f"replay-{more}"
         done = replay_job(
             replace(replaying, guarantee=guarantee),
-            workdir=self.workdir / "replay",
+            workdir=where,
             job=job,
             spark=self.spark,
         )
