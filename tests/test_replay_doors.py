@@ -227,7 +227,6 @@ def test_the_spark_job_doors_files_replay_and_render_like_the_others(
     monkeypatch.setattr(jobsearch, "run_job", _played(rewind_on_restart, []))
     monkeypatch.setattr(variantsearch, "run_stream", _variant_played(rewind_on_restart))
     monkeypatch.setattr(job, "quiet_session", lambda: None)
-    monkeypatch.setattr(job, "job_session", lambda: None)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the replays' worlds
     doors = tmp_path / "doors"
     with pytest.raises(harness.CounterexampleFound):

@@ -269,13 +269,15 @@ class JobReplay:
         return self.app
 
     def run_again(self, *, budget: RunBudget | None = None) -> tuple[History, Verdict]:
-        """Run the file's schedule again on this process's session (started if none runs),
-        in a new temporary directory that is kept (``harness-replay-spark-job-*``), and judge
-        it: :func:`harness.replay` for a job's file. ``budget``'s seconds bound each query
-        run of the job."""
+        """Run the file's schedule again on this process's session (started quiet, as the
+        command line's, if none runs: the JVM would log every injected crash), in a new
+        temporary directory that is kept (``harness-replay-spark-job-*``), and judge it:
+        :func:`harness.replay` for a job's file. ``budget``'s seconds bound each query run
+        of the job."""
         import tempfile
 
-        from harness.spark.streaming.job import job_session
+        from harness.spark.session import running_session
+        from harness.spark.streaming.job import quiet_session
 
         subject = None  # a built-in variant's file: the file says which
         if self.variant is None:
@@ -283,7 +285,8 @@ class JobReplay:
             if budget is not None:
                 subject = replace(subject, timeout_s=float(budget.seconds))
         workdir = Path(tempfile.mkdtemp(prefix="harness-replay-spark-job-"))
-        done = replay_job(self, workdir=workdir / "run", job=subject, spark=job_session())
+        spark = running_session() or quiet_session()
+        done = replay_job(self, workdir=workdir / "run", job=subject, spark=spark)
         return done.history, done.verdict
 
     @classmethod
