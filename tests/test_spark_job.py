@@ -253,6 +253,45 @@ def test_pytest_fixture_fails_a_test_with_the_counterexample(harness_spark_job: 
         )
 
 
+def test_pytest_harness_replay_runs_a_job_s_file_in_the_test_of_that_job(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A job's replay file given to ``pytest --harness-replay`` runs once, in the test whose
+    ``harness_spark_job`` call explores that job (a fresh pytest process: its own JVM), and
+    fails it with the replay's verdict and the commands that run it again."""
+    import subprocess
+    import sys
+
+    failures = tmp_path / "failures"
+    found = explore_job(
+        APPEND, EO, workdir=tmp_path / "w", max_schedules=1, spark=spark,
+        failures_dir=failures, sigkill=False,
+    )  # fmt: skip
+    assert found.replay_file is not None
+    (tmp_path / "test_events.py").write_text(
+        "def test_events_job(harness_spark_job):\n"
+        f"    harness_spark_job({APPEND.app!r}, guarantee='exactly-once', inputs=('events',),\n"
+        "        sinks=('sqlite:/tmp/events.db:events',), max_offsets_per_trigger=2)\n",
+        encoding="utf-8",
+    )
+    replay = ["--harness-replay", str(found.replay_file)]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", *replay],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=900,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)},
+        check=False,
+    )
+    out = done.stdout
+    assert done.returncode == 1 and "1 failed" in out, out[-3000:] + done.stderr[-2000:]
+    shown = found.replay_file.relative_to(tmp_path)  # below where pytest ran: relative
+    assert f"INVALID, replaying {shown}" in out and "duplicate" in out
+    assert f"replay in pytest: pytest test_events.py::test_events_job {replay[0]} {shown}" in out
+    assert "failed on replaying its file" in out  # no search: one run of the file's schedule
+
+
 def test_after_commit_crash_loses_rows_buffered_in_the_driver(
     spark: SparkSession, tmp_path: Path
 ) -> None:
