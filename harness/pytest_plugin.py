@@ -36,7 +36,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from harness._progress import Tick
     from harness.check import Guarantee
     from harness.engine import CounterexampleFound, Exploration, Failure, Replay
+    from harness.engine.replay_file import SystemReplay
     from harness.faults.kinds import Fault
     from harness.log.namespace import Namespace
     from harness.offsets.base import OffsetStore
@@ -193,7 +194,9 @@ class _Run:
     """The command line, the environment and the ini file, each test's marker goes above."""
     settings: Settings
     """The session's settings without any marker (the run's header)."""
-    replay: Replay | None
+    replay: Replay | SystemReplay | None
+    """``--harness-replay``'s file: a processor's (``harness_explore`` runs it) or another
+    system's (an unchanged Spark job's: ``harness_spark_job`` runs it)."""
     replay_path: Path | None
     rootpath: Path
     """Failing schedules are saved below it (``runner.DEFAULT_FAILURES_DIR``)."""
@@ -283,15 +286,16 @@ def _resolve_run(config: pytest.Config) -> _Run:
         where = {layer.source: layer for layer in layers}[settings.source("report_dir")]
         raise _BadSetting(f"{where.named('report_dir')}: {str(report_dir)!r} is not a directory")
 
-    replay: Replay | None = None
+    replay: Replay | SystemReplay | None = None
     replay_path: Path | None = None
     replay_option = config.getoption(REPLAY_OPTION)
     if replay_option is not None:
         replay_path = invocation / replay_option
-        from harness.engine import Replay  # the engine, only when a replay is asked for
+        # the engine, only when a replay is asked for
+        from harness.engine.replay_file import load_replay
 
         try:
-            replay = Replay.load(replay_path)
+            replay = load_replay(replay_path)
         except ConfigError as exc:
             raise _BadSetting(f"{REPLAY_OPTION} {replay_option!r} (command line): {exc}") from None
 
@@ -646,7 +650,39 @@ class Explorer:
         directory, the report files."""
         self._user_properties.append((_COVERAGE_PROPERTY, f"failed after {summary}"))
         found.args = (found.report(repeat=_PYTEST_REPEAT),)
-        self._found(found, in_pytest=False)  # python -m harness replay FILE runs it
+        self._found(found)
+
+    def system_replay(self, name: str) -> SystemReplay | None:
+        """The other system's replay file ``--harness-replay`` gives, for the door that runs
+        ``name`` (a Spark job's app): None when no file is replayed; the test is skipped when
+        the file replays something else, as :meth:`__call__` skips a processor's."""
+        from harness.engine import Replay
+
+        spec, path = self._run.replay, self._run.replay_path
+        if spec is None or path is None:
+            return None
+        if isinstance(spec, Replay) or spec.processor != name:
+            shown = _display(path, self._invocation_dir)
+            pytest.skip(f"{REPLAY_OPTION} {shown} replays {spec.processor}, not {name}")
+        return spec
+
+    def replay_failed(self, failure: Failure) -> CounterexampleFound:
+        """The error that fails the test when another door's replay of ``--harness-replay``'s
+        file failed, reported as this fixture reports its own replay (the file, the commands
+        that run it again, the test's properties, the report files if asked)."""
+        from harness.engine import CounterexampleFound
+
+        path = self._run.replay_path
+        assert path is not None
+        shown = _display(path, self._invocation_dir)
+        failure = replace(
+            failure, replay_file=shown, replay_command=f"python -m harness replay {shown}"
+        )
+        found = CounterexampleFound(failure)
+        found.args = (_replay_report(failure, shown),)
+        self._user_properties.append((_COVERAGE_PROPERTY, "failed on replaying its file"))
+        self._found(found)
+        return found
 
     def _failures_dir(self) -> Path:
         """Relative (short commands) while the test runs where pytest started, else absolute."""
@@ -657,17 +693,16 @@ class Explorer:
             return _display(failures_dir, self._invocation_dir)
         return failures_dir
 
-    def _found(self, found: CounterexampleFound, *, in_pytest: bool = True) -> None:
-        """Add the pytest replay command to the report (``in_pytest``: the file is one
+    def _found(self, found: CounterexampleFound) -> None:
+        """Add the pytest replay command to the report (every door's file is one
         ``--harness-replay`` reads); write the report files if asked."""
         failure = found.failure
         replay_file = failure.replay_file
         replay_json: Any = None
         if replay_file is not None:
-            if in_pytest:
-                command = f"pytest {shlex.quote(self._selector)} {REPLAY_OPTION} {replay_file}"
-                found.args = (f"{found.args[0]}\nreplay in pytest: {command}",)
-                self._user_properties.append((_PYTEST_REPLAY_PROPERTY, command))
+            command = f"pytest {shlex.quote(self._selector)} {REPLAY_OPTION} {replay_file}"
+            found.args = (f"{found.args[0]}\nreplay in pytest: {command}",)
+            self._user_properties.append((_PYTEST_REPLAY_PROPERTY, command))
             self._user_properties.append(("harness_replay_file", str(replay_file)))
             replay_json = json.loads(
                 (self._invocation_dir / replay_file).read_text(encoding="utf-8")
@@ -686,14 +721,14 @@ class Explorer:
     ) -> Exploration:
         __tracebackhide__ = True
         from harness.check import Status
-        from harness.engine import CounterexampleFound, Exploration, Failure, run_once
+        from harness.engine import CounterexampleFound, Exploration, Failure, Replay, run_once
         from harness.sim.simulator import processor_path
 
         spec, path = self._run.replay, self._run.replay_path
         assert spec is not None and path is not None
         name = processor_path(processor)
         shown = _display(path, self._invocation_dir)
-        if name != spec.processor:
+        if not isinstance(spec, Replay) or name != spec.processor:
             pytest.skip(f"{REPLAY_OPTION} {shown} replays {spec.processor}, not {name}")
         started = time.perf_counter()
         history, verdict = run_once(

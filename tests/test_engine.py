@@ -22,6 +22,7 @@ from harness import (
     Crash,
     Guarantee,
     Produce,
+    Replay,
     Run,
     Schedule,
     Status,
@@ -240,12 +241,16 @@ def test_replaying_a_file_that_is_not_a_replay_file_fails_in_one_line(tmp_path: 
     assert len(result.stderr.splitlines()) == 1
 
 
-def test_a_spark_job_replay_file_given_to_a_processor_replay_says_which_command_reads_it(
+def test_a_spark_job_replay_file_given_to_a_processor_s_reader_says_which_doors_run_it(
     tmp_path: Path,
 ) -> None:
+    """``Replay.load`` reads a processor's file only; ``replay()`` reads a job's too (its
+    reader, here on a file that is not whole, says what is wrong with it)."""
     job_file = tmp_path / "fb_append-0123456789ab.json"
     job_file.write_text('{"harness_spark_job_replay": 2, "job": "job.py", "schedule": {}}')
-    with pytest.raises(ConfigError, match=r"is a spark-job replay file.*python -m harness replay"):
+    with pytest.raises(ConfigError, match=r"is a spark-job replay file.*harness\.replay\(FILE\)"):
+        Replay.load(job_file)
+    with pytest.raises(ConfigError, match=r"is not a whole spark-job replay file: 'app'"):
         replay(job_file)
 
 

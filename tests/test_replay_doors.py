@@ -263,3 +263,92 @@ def test_the_spark_job_doors_files_replay_and_render_like_the_others(
         assert report["schedule"] == saved["schedule"]
         assert report["replay_command"] == f"python -m harness replay {file}"
         assert "duplicate" in (out / "report.html").read_text(encoding="utf-8")
+        # the Python API runs it too, and a file written before files named their reader
+        _, verdict = harness.replay(file)
+        assert verdict.to_json() == replayed["verdict"]  # the command's verdict
+        assert saved.pop("system") == "harness.spark.streaming.jobsearch:JobReplay.read"
+        older = tmp_path / f"older-{number}.json"
+        older.write_text(json.dumps(saved), encoding="utf-8")
+        assert harness.replay(older)[1].anomalies == verdict.anomalies
+
+
+def test_pytest_harness_replay_runs_a_spark_job_s_file_in_the_test_that_explores_the_job(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failing ``harness_spark_job`` test prints ``replay in pytest: pytest TEST
+    --harness-replay FILE``; that command runs the file's schedule once, against the test's
+    job, and fails the test with the replay's verdict (or passes it once the job holds); a
+    test of another subject is skipped, as for a processor's file. No JVM: the session is
+    None and each run is the stand-in's of tests/test_engine_systems.py."""
+    tests = Path(__file__).resolve().parent
+    pytester.makeconftest(
+        f"""
+        import json, os, sys
+        from pathlib import Path
+        import pytest
+        sys.path.insert(0, {str(tests)!r})
+        from test_engine_systems import _played
+        from harness.catalogue.toys import dedup_transformer, rewind_on_restart
+        from harness.spark.streaming import jobsearch
+
+        @pytest.fixture
+        def harness_spark():
+            return None
+
+        @pytest.fixture(autouse=True)
+        def stand_in(monkeypatch):
+            toy = dedup_transformer if os.environ.get("TOY") == "dedup" else rewind_on_restart
+            runs = []
+            monkeypatch.setattr(jobsearch, "run_job", _played(toy, runs))
+            yield
+            with open("runs.jsonl", "a") as file:
+                file.write(json.dumps(runs) + "\\n")
+        """
+    )
+    pytester.makepyfile(
+        test_job="""
+        from harness.catalogue.toys import commit_before_processing
+
+        def test_job(harness_spark_job):
+            harness_spark_job("jobs/stand_in.py", guarantee="exactly-once",
+                              inputs=("events",), outputs=("out",))
+
+        def test_processor(harness_explore):
+            harness_explore(commit_before_processing, guarantee="at-least-once",
+                            faults=["crash"], max_examples=5)
+        """
+    )
+    searched = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_job.py::test_job")
+    searched.assert_outcomes(failed=1)
+    (saved,) = (pytester.path / ".harness" / "failures").glob("spark-job-stand_in-*.json")
+    rel = saved.relative_to(pytester.path)
+    searched.stdout.fnmatch_lines(
+        [f"*replay in pytest: pytest test_job.py::test_job --harness-replay {rel}"]
+    )
+
+    runs = pytester.path / "runs.jsonl"
+    runs.unlink()
+    replayed = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-rs", "--harness-replay", rel
+    )
+    replayed.assert_outcomes(failed=1, skipped=1)
+    replayed.stdout.fnmatch_lines(
+        [
+            f"harness: replaying {rel} (*/jobs/stand_in.py, 3 steps)",
+            "*exactly-once does NOT hold for */jobs/stand_in.py (spark backend): INVALID, "
+            f"replaying {rel}",
+            "*duplicate*",
+            f"*replay: python -m harness replay {rel}",
+        ]
+    )
+    assert "/jobs/stand_in.py, not" in replayed.stdout.str()  # test_processor's skip
+    ran = [json.loads(line) for line in runs.read_text().splitlines()]
+    assert sorted(ran) == [[], ["test_job0/replay"]]  # one run, the file's schedule: no search
+
+    runs.unlink()
+    monkeypatch.setenv("TOY", "dedup")  # the job, fixed
+    fixed = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--harness-replay", rel, "test_job.py::test_job"
+    )
+    fixed.assert_outcomes(passed=1)
+    assert json.loads(runs.read_text()) == ["test_job0/replay"]

@@ -192,6 +192,51 @@ def test_unknown_kafka_option_is_a_usage_error(spark: SparkSession, tmp_path: Pa
         )
 
 
+def test_a_second_query_is_refused_in_one_line_naming_both_queries(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job that starts a console query and a Kafka one (then ``awaitAnyTermination``) is
+    refused, even where the job would catch the error: one line naming both queries and
+    what is supported; the door exits 2 with it and saves no replay file."""
+    from harness.cli import main
+    from harness.spark.streaming._interpose import SecondQuery
+
+    two = SparkJob(
+        str(JOBS / "two_queries.py"), inputs=("events",), outputs=("upper",), sinks=("console",)
+    )
+    one = StreamSchedule(steps=(ProduceRecords(2),))
+    with pytest.raises(SecondQuery) as refused:
+        run_job(two, one, workdir=tmp_path / "w", spark=spark)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert "query 'upper' (kafka sink, topic 'upper'), after the query (console sink):" in message
+    assert "one streaming query per job" in message and "one foreachBatch" in message
+    caught = tmp_path / "caught.py"  # a job that swallows the error and goes on
+    caught.write_text(
+        Path(two.app)
+        .read_text()
+        .replace("upper_cased = (", "try:\n  upper_cased = (")
+        .replace("spark.streams.awaitAnyTermination()", "except Exception:\n  pass\n")
+    )
+    with pytest.raises(SecondQuery):
+        run_job(
+            SparkJob(str(caught), inputs=("events",), outputs=("upper",)),
+            one,
+            workdir=tmp_path / "c",
+            spark=spark,
+        )
+    door = [
+        *("spark-job", two.app, "--guarantee", "exactly-once", "--input", "events"),
+        *("--output", "upper", "--max-examples", "1", "--no-sigkill"),
+        *("--workdir", str(tmp_path / "door"), "--failures-dir", str(tmp_path / "failures")),
+    ]
+    assert main(door) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: the job starts a second streaming query, query 'upper'")
+    assert len(err.splitlines()) == 1
+    assert not (tmp_path / "failures").exists()
+
+
 def test_pytest_fixture_fails_a_test_with_the_counterexample(harness_spark_job: Any) -> None:
     """The fixture fails the test as ``harness_explore`` does (the engine's
     ``CounterexampleFound``), its replay file in the failures directory every door uses."""
@@ -206,6 +251,45 @@ def test_pytest_fixture_fails_a_test_with_the_counterexample(harness_spark_job: 
             max_schedules=1,
             sigkill=False,
         )
+
+
+def test_pytest_harness_replay_runs_a_job_s_file_in_the_test_of_that_job(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A job's replay file given to ``pytest --harness-replay`` runs once, in the test whose
+    ``harness_spark_job`` call explores that job (a fresh pytest process: its own JVM), and
+    fails it with the replay's verdict and the commands that run it again."""
+    import subprocess
+    import sys
+
+    failures = tmp_path / "failures"
+    found = explore_job(
+        APPEND, EO, workdir=tmp_path / "w", max_schedules=1, spark=spark,
+        failures_dir=failures, sigkill=False,
+    )  # fmt: skip
+    assert found.replay_file is not None
+    (tmp_path / "test_events.py").write_text(
+        "def test_events_job(harness_spark_job):\n"
+        f"    harness_spark_job({APPEND.app!r}, guarantee='exactly-once', inputs=('events',),\n"
+        "        sinks=('sqlite:/tmp/events.db:events',), max_offsets_per_trigger=2)\n",
+        encoding="utf-8",
+    )
+    replay = ["--harness-replay", str(found.replay_file)]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", *replay],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=900,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)},
+        check=False,
+    )
+    out = done.stdout
+    assert done.returncode == 1 and "1 failed" in out, out[-3000:] + done.stderr[-2000:]
+    shown = found.replay_file.relative_to(tmp_path)  # below where pytest ran: relative
+    assert f"INVALID, replaying {shown}" in out and "duplicate" in out
+    assert f"replay in pytest: pytest test_events.py::test_events_job {replay[0]} {shown}" in out
+    assert "failed on replaying its file" in out  # no search: one run of the file's schedule
 
 
 def test_after_commit_crash_loses_rows_buffered_in_the_driver(
@@ -334,6 +418,11 @@ def test_a_counterexample_replays_and_reports_through_the_common_doors(
     assert report["schedule"] == replayed["schedule"]
     assert report["replay_command"] == f"python -m harness replay {saved}"
     assert set(report) == set(REPORT_SCHEMA["required"])
+    import harness  # the Python API runs the job's file too, on this session
+
+    history, verdict = harness.replay(saved)
+    assert verdict.to_json() == replayed["verdict"]
+    assert history.meta.extra["schedule"] == replayed["schedule"]
 
 
 UPSERT = SparkJob(
@@ -375,7 +464,9 @@ spark = job_session()
 schedule = StreamSchedule(steps=(ProduceRecords(4), FailTask(1), ProduceRecords(2)))
 out = {"master": spark.sparkContext.master}
 for name, sinks, outputs in (("kafka_upper.py", (), ("upper",)),
-                             ("fb_upsert.py", ("sqlite:/tmp/events.db:events",), ())):
+                             ("fb_upsert.py", ("sqlite:/tmp/events.db:events",), ()),
+                             ("parquet_sink.py", ("files:/data/events-parquet",), ()),
+                             ("fb_parquet.py", ("files:/data/lake/events",), ())):
     job = SparkJob(sys.argv[1] + "/" + name, inputs=("events",), sinks=sinks, outputs=outputs,
                    max_offsets_per_trigger=2, id_column="id" if sinks else None)
     result = run_job(job, schedule, workdir=sys.argv[2] + "/" + name, spark=spark)
@@ -393,7 +484,12 @@ def test_a_failed_task_is_retried_and_a_kafka_sink_writes_its_rows_again(tmp_pat
     """On the door's own master (``local[2,2]``: a fresh process, its own JVM), a task of
     batch 1 fails once after its work and Spark retries it. The Kafka sink's task had
     appended its rows, so they are there twice (Spark's Kafka sink is at-least-once); the
-    upsert's read task is simply read again, and the job holds."""
+    upsert's read task is simply read again, and the job holds. Where the job's own write
+    runs in the task that reads the source (a Parquet file sink's task, a ``foreachBatch``'s
+    ``df.write.parquet`` append: one stage, no shuffle), the failure lands in the job's own
+    task, mid-write, once the partition is read: Spark's commit protocols drop the failed
+    attempt's file (the file sink's is not in its ``_spark_metadata`` log, the batch
+    write's is never moved out of ``_temporary``), and both hold."""
     import json
     import subprocess
     import sys
@@ -419,6 +515,11 @@ def test_a_failed_task_is_retried_and_a_kafka_sink_writes_its_rows_again(tmp_pat
         {"step": 1, "process": 1, "batch": 1, "at": "read", "retried": True}
     ]
     assert upsert["errors"] == [] and upsert["exactly-once"] == []
+    for name in ("parquet_sink.py", "fb_parquet.py"):  # the job's own write task failed
+        assert found[name]["failed"] == [
+            {"step": 1, "process": 1, "batch": 1, "at": "read", "retried": True}
+        ], found[name]
+        assert found[name]["errors"] == [] and found[name]["exactly-once"] == [], found[name]
 
 
 def test_a_stream_written_to_a_table_is_observed_and_holds(

@@ -5,11 +5,17 @@ door's application is made by), the guarantee, the topology, the backend, the sc
 the seed; :meth:`Replay.save` writes it whole into the failures directory, :meth:`Replay.keep`
 falls back to a temporary directory so a counterexample is never lost to a bad directory, and
 :meth:`Replay.load` reads one back (or the replay JSON itself, given inline).
+
+Another system's replay file (an unchanged Spark job's, a built-in streaming variant's) names
+the reader that makes it a :class:`SystemReplay` in its ``system`` key (``module:qualname``,
+imported by name as a door's ``factory`` is: the engine imports no system's module);
+:func:`load_replay` reads either kind, and :func:`harness.engine.replay` runs either.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -17,7 +23,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from harness._json import parse_json
 from harness._output import writable, write_atomic
@@ -28,7 +34,21 @@ from harness.faults.schedule import Schedule
 from harness.sim.topology import Topology
 from harness.sim.world import BACKENDS, Backend
 
-__all__ = ["DEFAULT_FAILURES_DIR", "REPLAY_VERSION", "Replay"]
+if TYPE_CHECKING:
+    from harness.check import Verdict
+    from harness.faults.streams import StreamSchedule
+    from harness.history.events import History
+    from harness.sim.budget import RunBudget
+
+__all__ = [
+    "DEFAULT_FAILURES_DIR",
+    "LEGACY_SYSTEM_READERS",
+    "REPLAY_VERSION",
+    "SYSTEM_KEY",
+    "Replay",
+    "SystemReplay",
+    "load_replay",
+]
 
 REPLAY_VERSION: Final = 1
 DEFAULT_FAILURES_DIR: Final = Path(".harness") / "failures"
@@ -69,10 +89,11 @@ class Replay:
 
     @classmethod
     def from_json(cls, data: object, where: str = "replay file") -> Replay:
-        if isinstance(data, Mapping) and "harness_spark_job_replay" in data:
+        if _system_reader_name(data) is not None:
             raise ConfigError(
                 f"{where} is a spark-job replay file, which runs a Spark job rather than a "
-                "processor; replay it with: python -m harness replay FILE (or report FILE)"
+                "processor; replay it with harness.replay(FILE), pytest --harness-replay FILE "
+                "or python -m harness replay FILE (or report FILE)"
             )
         if not isinstance(data, Mapping) or "harness_replay" not in data:
             raise ConfigError(
@@ -127,17 +148,8 @@ class Replay:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Replay:
         """Read a replay file; a string that starts with ``{`` is the replay JSON itself."""
-        fix = "pass a replay file a failing run saved under .harness/failures/"
-        if isinstance(path, str) and path.lstrip().startswith("{"):
-            inline = parse_json(path, what="the replay JSON", fix=fix)
-            return cls.from_json(inline, "the replay JSON")
-        where = f"replay file {shown(os.fspath(path))}"
-        try:
-            text = Path(path).read_bytes()
-        except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
-            raise ConfigError(f"cannot read {where}: {reason}; {fix}") from None
-        return cls.from_json(parse_json(text, what=where, fix=fix), where)
+        data, where = _read(path)
+        return cls.from_json(data, where)
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
         """Write the replay file into ``directory`` (created if missing), whole or not at all
@@ -162,3 +174,88 @@ class Replay:
         except ConfigError as again:
             return None, f"{why}; nor in {FALLBACK_FAILURES_DIR} ({again}): see the replay JSON"
         return path, f"{why}; saved in {FALLBACK_FAILURES_DIR} instead"
+
+
+SYSTEM_KEY: Final = "system"
+"""The key of a system's replay file that names its reader: ``module:qualname`` of a
+callable ``(data, where) -> SystemReplay``."""
+LEGACY_SYSTEM_READERS: Final = {
+    "harness_spark_job_replay": "harness.spark.streaming.jobsearch:JobReplay.read",
+}
+"""The readers of files written before they named one (``system``), by their version key:
+an unchanged Spark job's (and a built-in variant's) files of versions 1 and 2."""
+
+
+class SystemReplay(Protocol):
+    """Another system's replay file, read back (a Spark job's ``JobReplay``): what it names
+    and a way to run its schedule again, judged."""
+
+    @property
+    def processor(self) -> str:
+        """What the file replays (the job's app, ``variant:NAME``)."""
+        ...
+
+    @property
+    def guarantee(self) -> Guarantee: ...
+
+    @property
+    def schedule(self) -> StreamSchedule: ...
+
+    @property
+    def seed(self) -> int | None: ...
+
+    def run_again(self, *, budget: RunBudget | None = None) -> tuple[History, Verdict]:
+        """Run the schedule again and judge it (``budget``: where the system bounds a run)."""
+        ...
+
+
+def load_replay(path: str | os.PathLike[str]) -> Replay | SystemReplay:
+    """Read any replay file (or its JSON, given inline): the simulator's :class:`Replay`, or
+    the :class:`SystemReplay` the reader its file names makes (the engine imports that
+    reader by name, as a door's factory)."""
+    data, where = _read(path)
+    reader = _system_reader_name(data)
+    if reader is None:
+        return Replay.from_json(data, where)
+    replayed: SystemReplay = _import(reader, where)(data, where)
+    return replayed
+
+
+def _read(path: str | os.PathLike[str]) -> tuple[object, str]:
+    fix = "pass a replay file a failing run saved under .harness/failures/"
+    if isinstance(path, str) and path.lstrip().startswith("{"):
+        return parse_json(path, what="the replay JSON", fix=fix), "the replay JSON"
+    where = f"replay file {shown(os.fspath(path))}"
+    try:
+        text = Path(path).read_bytes()
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise ConfigError(f"cannot read {where}: {reason}; {fix}") from None
+    return parse_json(text, what=where, fix=fix), where
+
+
+def _system_reader_name(data: object) -> str | None:
+    """The reader a system's replay file names (or its version key implies), else None."""
+    if not isinstance(data, Mapping):
+        return None
+    named = data.get(SYSTEM_KEY)
+    if isinstance(named, str) and "harness_replay" not in data:
+        return named
+    return next((LEGACY_SYSTEM_READERS[key] for key in LEGACY_SYSTEM_READERS if key in data), None)
+
+
+def _import(name: str, where: str) -> Any:
+    """``module:qualname`` imported (a ``ConfigError`` naming the file when it cannot be)."""
+    module_name, _, qualname = name.partition(":")
+    try:
+        found: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError(
+            f"{where} names the reader {shown(name)}, which cannot be loaded ({exc}); replay it "
+            "with the harness that wrote it"
+        ) from None
+    if not callable(found):
+        raise ConfigError(f"{where} names the reader {shown(name)}, which is not callable")
+    return found

@@ -2,7 +2,8 @@
 
 ``run_once`` simulates one schedule and checks its history; ``replay`` does so for a replay
 file (no Hypothesis involved), then runs it again (:mod:`harness.engine.reruns`) to tell a
-flaky processor from a deterministic one.
+flaky processor from a deterministic one. Another system's replay file (an unchanged Spark
+job's: :class:`~harness.engine.replay_file.SystemReplay`) is run by that system, once.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import os
 
 from harness.check import Guarantee, Verdict, check, guarantee_of
 from harness.engine.loading import load_processor, make_processor
-from harness.engine.replay_file import Replay
+from harness.engine.replay_file import Replay, SystemReplay, load_replay
 from harness.engine.reruns import rerun
 from harness.faults.schedule import Schedule
 from harness.history.events import History
@@ -40,10 +41,17 @@ def run_once(
 
 
 def replay(
-    source: Replay | str | os.PathLike[str], *, budget: RunBudget | None = None
+    source: Replay | SystemReplay | str | os.PathLike[str], *, budget: RunBudget | None = None
 ) -> tuple[History, Verdict]:
-    """Run a saved schedule again (no Hypothesis involved) and check it."""
-    spec = source if isinstance(source, Replay) else Replay.load(source)
+    """Run a saved schedule again (no Hypothesis involved) and check it. Any door's replay
+    file: a processor's or a Kafka application's (simulated, then run again to tell a flaky
+    processor from a deterministic one), or an unchanged Spark job's or a built-in streaming
+    variant's (run once on this process's Spark session, started if none runs, in a new
+    temporary directory it keeps; ``budget`` then bounds each of the job's query runs in
+    seconds)."""
+    spec = load_replay(source) if isinstance(source, str | os.PathLike) else source
+    if not isinstance(spec, Replay):
+        return spec.run_again(budget=budget)
     if spec.factory is not None:
         processor = make_processor(spec.factory)
     else:

@@ -53,7 +53,7 @@ from harness.spark.streaming.kafka_source import (
     register_kafka,
 )
 
-__all__ = ["QUERY_FILE", "JobRun", "interposed", "redirect", "run_app"]
+__all__ = ["QUERY_FILE", "JobRun", "SecondQuery", "interposed", "redirect", "run_app"]
 
 QUERY_FILE: Final = "query.json"
 """What the run's query was (sink format, paths, schema), in the run's gate directory."""
@@ -93,6 +93,36 @@ class JobRun:
         return cls(**values)
 
 
+class SecondQuery(ConfigError):
+    """The job started a second streaming query, which the harness does not model: its runs
+    are one query's (one gate of crash points, one query record for the observation and the
+    after-write fallback, one ``AvailableNow`` run to drain). The message names both queries
+    and what is supported; the run stops rather than put one query under crashes and let
+    the other run unwatched."""
+
+    def __init__(self, first: str, second: str) -> None:
+        super().__init__(
+            f"the job starts a second streaming query, {second}, after {first}: several "
+            "queries per job are not modelled (the harness runs one streaming query per job: "
+            "its crash points, its drain and its observed sinks are that query's); run each "
+            "query as a job of its own (e.g. chosen by an argument after --), or write both "
+            "sinks from one foreachBatch"
+        )
+        self.first, self.second = first, second
+
+
+def _described(writer: Any) -> str:
+    """A query as :class:`SecondQuery` names it: its name, its sink and where it writes, as
+    the job wrote them."""
+    sink = getattr(writer, "_harness_format", None) or "parquet"
+    name = getattr(writer, "_harness_name", None)
+    where = (getattr(writer, "_harness_kafka", None) or {}).get("topic")
+    target = f", topic {where!r}" if where else ""
+    path = getattr(writer, "_harness_given_path", None)
+    target = target or (f", path {path!r}" if path else "")
+    return f"{'query ' + repr(name) if name else 'the query'} ({sink} sink{target})"
+
+
 def _text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
@@ -104,6 +134,10 @@ class _State:
     on_started: Callable[[], None] | None
     patches: list[tuple[Any, str, Any]] = field(default_factory=list)
     queries: int = 0
+    first_query: str | None = None
+    """The job's first query, as :class:`SecondQuery` names it."""
+    refused: SecondQuery | None = None
+    """A second query's refusal, raised again after the run even if the job caught it."""
     timed_out: bool = False
     saved: dict[str, str | None] = field(default_factory=dict)
     """The session's settings before the job changed them, put back after the run."""
@@ -253,6 +287,8 @@ def _writer_patches(state: _State) -> None:
     def opt(original: Any) -> Any:
         def option(writer: Any, key: str, value: Any) -> Any:
             lowered = key.lower()
+            if lowered == "path":
+                writer._harness_given_path = _text(value)
             if lowered in ("checkpointlocation", "path"):
                 value = state.redirect(_text(value))
                 setattr(writer, f"_harness_{lowered}", value)
@@ -279,6 +315,15 @@ def _writer_patches(state: _State) -> None:
     state.patch(DataStreamWriter, "option", opt)
     state.patch(DataStreamWriter, "options", _options)
     state.patch(DataStreamWriter, "foreachBatch", for_each_batch)
+
+    def query_name(original: Any) -> Any:
+        def queryName(writer: Any, queryName: str) -> Any:
+            writer._harness_name = queryName
+            return original(writer, queryName)
+
+        return queryName
+
+    state.patch(DataStreamWriter, "queryName", query_name)
     state.patch(DataStreamWriter, "trigger", lambda original: lambda writer, **kw: writer)
     state.patch(DataStreamWriter, "start", lambda original: _start(state, original))
     state.patch(DataStreamWriter, "toTable", lambda original: _to_table)
@@ -365,13 +410,13 @@ def _start(state: _State, original: Any) -> Any:
 
 def _prepare(state: _State, writer: Any) -> None:
     """One query per run: record what it writes where, adapt the crash point to its sink,
-    hand the Kafka sink the log."""
+    hand the Kafka sink the log. A second query is refused (:class:`SecondQuery`)."""
     state.queries += 1
     if state.queries > 1:
-        raise ConfigError(
-            "the job starts more than one streaming query; the harness runs jobs with one "
-            "query (a second one has no crash points of its own yet)"
-        )
+        assert state.first_query is not None
+        state.refused = SecondQuery(state.first_query, _described(writer))
+        raise state.refused
+    state.first_query = _described(writer)
     sink = getattr(writer, "_harness_format", None) or "parquet"
     set_option = state.original(DataStreamWriter, "option")
     if sink == "kafka":

@@ -537,6 +537,8 @@ class _JobRunner:
                     _interpose.run_app(spec["app"], spec["argv"])
                 finally:
                     _settle(session, run.timeout_s)
+            if state.refused is not None:  # even if the job caught it: the run is not ours
+                raise state.refused
             if state.timed_out:
                 error = f"the job's query did not finish within {run.timeout_s:.0f}s; stopped"
             elif state.queries == 0:

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from harness.faults.kinds import Fault
 
 __all__ = [
+    "JOB_REPLAY_READER",
     "JOB_REPLAY_VERSION",
     "JobCoverage",
     "JobExploration",
@@ -74,6 +75,9 @@ __all__ = [
 
 JOB_REPLAY_VERSION: Final = 2
 """Version 2 holds the job itself (``job``), so ``python -m harness replay FILE`` runs it."""
+JOB_REPLAY_READER: Final = "harness.spark.streaming.jobsearch:JobReplay.read"
+"""The reader a job's replay file names (``system``), so that every door that replays
+(:func:`harness.replay`, ``pytest --harness-replay``, the CLI) reads it."""
 _LATER: Final = ProduceRecords(count=2)
 """Input that arrives while the job is down, after a planned fault."""
 POINTS: Final = (CrashPoint.AFTER_WRITE, CrashPoint.BEFORE_WRITE, CrashPoint.AFTER_COMMIT)
@@ -202,6 +206,7 @@ class JobReplay:
     def to_json(self) -> dict[str, Any]:
         data = {
             "harness_spark_job_replay": JOB_REPLAY_VERSION,
+            "system": JOB_REPLAY_READER,
             "app": self.app,
             "guarantee": self.guarantee.value,
             "schedule": self.schedule.to_json(),
@@ -251,6 +256,38 @@ class JobReplay:
             )
         except (KeyError, ValueError) as exc:
             raise ConfigError(f"{where} is not a whole spark-job replay file: {exc}") from None
+
+    @classmethod
+    def read(cls, data: object, where: str) -> JobReplay:
+        """:meth:`from_json`, as the engine's :func:`~harness.engine.replay_file.load_replay`
+        calls the reader a replay file names."""
+        return cls.from_json(data, where)
+
+    @property
+    def processor(self) -> str:
+        """What the file replays: the job's app (``variant:NAME`` for a variant)."""
+        return self.app
+
+    def run_again(self, *, budget: RunBudget | None = None) -> tuple[History, Verdict]:
+        """Run the file's schedule again on this process's session (started quiet, as the
+        command line's, if none runs: the JVM would log every injected crash), in a new
+        temporary directory that is kept (``harness-replay-spark-job-*``), and judge it:
+        :func:`harness.replay` for a job's file. ``budget``'s seconds bound each query run
+        of the job."""
+        import tempfile
+
+        from harness.spark.session import running_session
+        from harness.spark.streaming.job import quiet_session
+
+        subject = None  # a built-in variant's file: the file says which
+        if self.variant is None:
+            subject = self.spark_job()
+            if budget is not None:
+                subject = replace(subject, timeout_s=float(budget.seconds))
+        workdir = Path(tempfile.mkdtemp(prefix="harness-replay-spark-job-"))
+        spark = running_session() or quiet_session()
+        done = replay_job(self, workdir=workdir / "run", job=subject, spark=spark)
+        return done.history, done.verdict
 
     @classmethod
     def recognise(cls, source: str) -> JobReplay | None:
@@ -689,7 +726,9 @@ class JobExplorer:
     the schedule, what was tried, ``python -m harness replay FILE``) when it does not.
     ``max_examples`` (the old ``max_schedules``), ``seed`` and ``max_problems``: the call's,
     else what the test's marker, options or environment give, else 12, 0 and 1 (each
-    schedule starts Spark queries: the profiles' budgets are not this fixture's)."""
+    schedule starts Spark queries: the profiles' budgets are not this fixture's). Under
+    ``pytest --harness-replay FILE`` a call whose app is the file's runs the file's schedule
+    once against this call's job and guarantee, and no search (another call is skipped)."""
 
     def __init__(self, spark: Any, workdir: Path, explorer: Any = None) -> None:
         self.spark = spark
@@ -724,6 +763,9 @@ class JobExplorer:
 
         subject = SparkJob(app, **job)
         explorer = self.explorer
+        replaying = None if explorer is None else explorer.system_replay(subject.app)
+        if replaying is not None:
+            return self._replay(subject, replaying, Guarantee(guarantee))
         failures_dir = self.workdir / "failures" if explorer is None else explorer.failures_dir()
         try:
             with nullcontext() if explorer is None else explorer.searching():
@@ -744,6 +786,47 @@ class JobExplorer:
             if explorer is not None:
                 explorer.found(found, found.failure.coverage.summary())
             raise found.with_traceback(None) from None
+
+    def _replay(self, job: SparkJob, replaying: Any, guarantee: Guarantee) -> Exploration:
+        """``pytest --harness-replay FILE``: the file's schedule run once against the test's
+        job (its options as the test gives them) under the test's guarantee; the test fails
+        with the verdict as a replay of a processor's file fails it."""
+        __tracebackhide__ = True
+        from harness.engine.results import Exploration, Failure
+
+        if not isinstance(replaying, JobReplay):
+            raise ConfigError(f"--harness-replay gives {replaying!r:.80}, not a job's file")
+        started = time.monotonic()
+        where, more = self.workdir / "replay", 1
+        while where.exists():  # another call of the same test replayed the file already
+            more += 1
+            where = self.workdir / f"replay-{more}"
+        done = replay_job(
+            replace(replaying, guarantee=guarantee),
+            workdir=where,
+            job=job,
+            spark=self.spark,
+        )
+        seed = replaying.seed or 0
+        if done.verdict.status is Status.VALID:
+            return Exploration(job.app, guarantee, 1, seed)
+        found = self.explorer.replay_failed(
+            Failure(
+                processor=job.app,
+                guarantee=guarantee,
+                backend="spark",
+                verdict=done.verdict,
+                schedule=replaying.schedule,
+                history=done.history,
+                seed=seed,
+                examples=1,
+                first_failure_example=1,
+                first_failure_seconds=time.monotonic() - started,
+                replay_file=None,  # the file replayed: the explorer names it
+                replay_command="",
+            )
+        )
+        raise found.with_traceback(None) from None
 
 
 def _fired(result: JobResult) -> list[str]:
