@@ -213,6 +213,8 @@ class _Session:
 
             interpose.remove()
         for sig, handler in saved["signals"].items():
+            if signal.getsignal(sig) is handler:  # asyncio.run puts its SIGINT handler back
+                continue
             with contextlib.suppress(ValueError, TypeError):  # not the main thread
                 signal.signal(sig, handler)
         cls.saved = {}
