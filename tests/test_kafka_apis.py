@@ -128,7 +128,7 @@ def test_client_calls_are_fault_points_named_by_the_call(
     _once(_app("aiokafka_relay.py"), Produce(count=2), Run())
     assert {"kafka.getone", "kafka.commit", "kafka.start"} <= points, points
     confluent = KafkaApp(
-        "scenarios.kafka_apps.manual_commit:correct", inputs=["orders"], outputs=["receipts"]
+        f"{APPS / 'misc.py'}:upper_values", inputs=["orders"], outputs=["receipts"]
     )
     _once(confluent, Produce(count=2), Run())
     assert {"kafka.poll", "kafka.commit"} <= points, points
