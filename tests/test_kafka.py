@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -366,6 +367,7 @@ def test_the_cli_command_explores_a_script(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert found.returncode == 1, found.stderr
+    assert found.stderr == ""  # no progress line off a terminal
     assert found.stdout.startswith("lineage: default")
     assert "unexpected" in found.stdout
     *_, replay, report = found.stdout.splitlines()
@@ -382,6 +384,37 @@ def test_the_cli_command_explores_a_script(tmp_path: Path) -> None:
         [*command, "--input", "orders", "--output", "receipts"], capture_output=True, text=True
     )
     assert usage.returncode == 2 and "--guarantee" in usage.stderr
+
+
+class _Terminal(io.StringIO):
+    """A stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_cli_command_draws_the_progress_line_on_a_terminal_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # as the run and spark-job doors do: on a terminal's stderr, never under --json (and
+    # never off a terminal: the subprocess test above reads an empty stderr)
+    from harness.kafka.command import main
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("CI", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setenv("COLUMNS", "100")
+    argv = [MISC + ":counts_only", "--guarantee", "at-least-once", "--input", "orders"]
+    argv += ["--output", "receipts", "--max-examples", "30", "--failures-dir", str(tmp_path)]
+    for extra, drawn in (([], True), (["--json"], False)):
+        out, err = _Terminal(), _Terminal()
+        monkeypatch.setattr(sys, "stdout", out)
+        monkeypatch.setattr(sys, "stderr", err)
+        assert main(argv + extra) == 1
+        line = err.getvalue()
+        assert ("explore misc.py:counts_only" in line and "/30 schedules" in line) is drawn, line
+        assert "unexpected" in out.getvalue()
 
 
 def test_an_application_seek_back_is_recorded_and_its_re_reads_are_no_anomaly() -> None:

@@ -110,6 +110,31 @@ def test_aiokafka_unstable_transactional_id_duplicates_under_a_zombie(tmp_path: 
     assert verdict.status is Status.VALID, verdict.summary()
 
 
+def test_client_calls_are_fault_points_named_by_the_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a client's helper that enters the cluster for its public calls (``_enter``) is not
+    # what a report or the systematic phase's coverage names: the call is
+    from harness.sim.simulator import Simulator
+
+    points: set[str] = set()
+    enter = Simulator.enter
+
+    def noting(self: Simulator, inst: object, point: str) -> None:
+        points.add(point)
+        enter(self, inst, point)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Simulator, "enter", noting)
+    _once(_app("aiokafka_relay.py"), Produce(count=2), Run())
+    assert {"kafka.getone", "kafka.commit", "kafka.start"} <= points, points
+    confluent = KafkaApp(
+        f"{APPS / 'misc.py'}:upper_values", inputs=["orders"], outputs=["receipts"]
+    )
+    _once(confluent, Produce(count=2), Run())
+    assert {"kafka.poll", "kafka.commit"} <= points, points
+    assert not {p for p in points if p.startswith("kafka._")}, points
+
+
 def test_aiokafka_tasks_queue_and_signal_handler_hold(tmp_path: Path) -> None:
     app = _app("aiokafka_worker.py")
     assert _explore(app, "at-least-once", tmp_path) == set()

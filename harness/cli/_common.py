@@ -12,8 +12,7 @@ each command module imports the engine inside its ``main``, so building the pars
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 from harness.errors import ConfigError
@@ -42,7 +41,6 @@ __all__ = [
     "parse_faults",
     "print_output",
     "run_budget",
-    "searching",
     "settings_from",
     "write_reports",
 ]
@@ -118,16 +116,3 @@ def write_reports(directory: Path | None, failures: Iterable[Any], name: str) ->
     for number, failure in enumerate(failures, 1):
         facts = gather(failure, replay_command=failure.replay_command)
         write_report(directory, facts, name=f"{name}-{number}.report")
-
-
-@contextlib.contextmanager
-def searching(name: str, budget: int, *, json_output: bool) -> Iterator[None]:
-    """The progress line every door's search draws while the block runs (``explore NAME``:
-    schedules of ``budget``, the stage, problems found; a terminal's stderr only, never under
-    ``--json``), fed by the engine's ticks."""
-    from harness._progress import watching
-    from harness.report.live import LiveProgress
-
-    live = LiveProgress(f"explore {name}", budget, json_output=json_output)
-    with live, watching(live.tick):
-        yield

@@ -22,7 +22,6 @@ from harness.cli._common import (
     exit_code,
     load_scenarios,
     print_output,
-    searching,
     settings_from,
     write_reports,
 )
@@ -229,7 +228,7 @@ def _run_matrix(
 
 def _run_processor(args: argparse.Namespace, settings: Settings) -> int:
     from harness.engine import CounterexampleFound, explore, load_processor
-    from harness.report.live import emit
+    from harness.report.live import emit, searching
 
     if len(args.targets) != 1:
         raise ConfigError("give exactly one processor as MODULE:FUNCTION")

@@ -236,9 +236,8 @@ def _explore(
 ) -> int:
     """The engine's search of the job (or the built-in variant) behind the progress line
     every door draws."""
-    from harness.cli._common import searching
     from harness.engine import CounterexampleFound
-    from harness.report.live import emit
+    from harness.report.live import emit, searching
     from harness.spark.streaming.jobsearch import explore_spark_job
     from harness.spark.streaming.variantsearch import explore_variant
 

@@ -187,9 +187,14 @@ class Runtime:
 
     def enter(self, point: str | None = None) -> None:
         """A fault point: the client is about to call the cluster (``point`` names the call
-        for reports; default: the client method that calls this)."""
-        name = point or f"kafka.{sys._getframe(1).f_code.co_name}"
-        switching(self.sim.enter, self.loops.loops, self.inst, name, idle=self._idle)
+        for reports; default: the client method that calls this, or that calls the client's
+        ``_enter`` helper that calls this: ``kafka.getone``, never ``kafka._enter``)."""
+        if point is None:
+            frame = sys._getframe(1)
+            while frame.f_code.co_name == "_enter" and frame.f_back is not None:
+                frame = frame.f_back
+            point = f"kafka.{frame.f_code.co_name}"
+        switching(self.sim.enter, self.loops.loops, self.inst, point, idle=self._idle)
         if self.background:
             work, self.background = self.background, []
             for job in work:

@@ -70,6 +70,27 @@ class _NoWaitSelector:
         self._loop._harness_skew[0] += timeout
         return []
 
+    # what the loop asks of its selector as it makes, watches and closes its self-pipe, said
+    # here: through __getattr__ each would first fail the ordinary lookup (an AttributeError
+    # made and dropped, several a loop)
+    def get_map(self) -> Any:
+        return self._real.get_map()
+
+    def get_key(self, fileobj: Any) -> Any:
+        return self._real.get_key(fileobj)
+
+    def register(self, fileobj: Any, events: int, data: Any = None) -> Any:
+        return self._real.register(fileobj, events, data)
+
+    def unregister(self, fileobj: Any) -> Any:
+        return self._real.unregister(fileobj)
+
+    def modify(self, fileobj: Any, events: int, data: Any = None) -> Any:
+        return self._real.modify(fileobj, events, data)
+
+    def close(self) -> None:
+        self._real.close()
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
 

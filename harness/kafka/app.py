@@ -36,6 +36,7 @@ from harness.errors import ConfigError, HarnessError
 from harness.kafka._broker import Broker, Encoder, Runtime, Wiring, json_values
 from harness.kafka.lineage import Lineage, describe_lineage
 from harness.sim.context import Context
+from harness.sim.simulator import InstanceCrashed
 from harness.sim.topology import Topology, log_sink
 
 __all__ = ["KafkaApp"]
@@ -212,6 +213,8 @@ class _Session:
 
             interpose.remove()
         for sig, handler in saved["signals"].items():
+            if signal.getsignal(sig) is handler:  # asyncio.run puts its SIGINT handler back
+                continue
             with contextlib.suppress(ValueError, TypeError):  # not the main thread
                 signal.signal(sig, handler)
         cls.saved = {}
@@ -486,6 +489,9 @@ class KafkaApp:
                 function()
         except KeyboardInterrupt as exc:
             _release(exc)
+        except InstanceCrashed as exc:
+            _release(exc)
+            raise
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 said = getattr(sys.stderr, "getvalue", str)()

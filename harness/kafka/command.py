@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import shlex
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from harness._usage import UsageParser, wants_json
@@ -300,12 +301,14 @@ def _print_json(
 
 def _explore(args: argparse.Namespace, app: Any, argv: Sequence[str]) -> int:
     import harness
+    from harness.report.live import searching
 
     settings: Settings = args.settings
     try:
-        result = harness.explore(
-            app, topology=app.topology, failures_dir=args.failures_dir, settings=settings
-        )
+        with searching(Path(args.app).name, settings.max_examples, json_output=args.json):
+            result = harness.explore(
+                app, topology=app.topology, failures_dir=args.failures_dir, settings=settings
+            )
     except harness.CounterexampleFound as found:
         return _report(args, app, argv, found.failures)
     summary = result.summary()  # the run door's words: what was tried, and the seed

@@ -11,19 +11,21 @@ set (https://no-color.org). rich is imported only when a terminal is there to dr
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from harness._closing import Closing
-from harness._progress import Amount, Stage, Tick
+from harness._progress import Amount, Stage, Tick, watching
 from harness.check.verdict import AnomalyKind
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["LiveProgress", "colour_wanted", "emit", "progress_wanted"]
+__all__ = ["LiveProgress", "colour_wanted", "emit", "progress_wanted", "searching"]
 
 _REFRESH_SECONDS: Final = 0.1
 """At most this often the line is redrawn (and at every change of what is being done)."""
@@ -230,3 +232,13 @@ class LiveProgress(Closing):
             self._progress.console.print(line)
         else:
             print(line, file=self._stream, flush=True)
+
+
+@contextlib.contextmanager
+def searching(name: str, budget: int, *, json_output: bool) -> Iterator[None]:
+    """The progress line every door's search draws while the block runs (``explore NAME``:
+    schedules of ``budget``, the stage, problems found; a terminal's stderr only, never under
+    ``--json``), fed by the engine's ticks: the ``run``, ``spark-job`` and ``kafka`` doors."""
+    live = LiveProgress(f"explore {name}", budget, json_output=json_output)
+    with live, watching(live.tick):
+        yield
