@@ -346,6 +346,26 @@ def test_a_terminal_gets_live_progress_and_colour(terminal: Callable[[], tuple[A
     assert "\x1b[35mlost\x1b[0m x1" in out.getvalue()
 
 
+def test_the_live_line_fits_80_columns_by_cutting_the_name_not_the_clocks(
+    terminal: Callable[[], tuple[Any, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+
+    monkeypatch.setenv("COLUMNS", "80")
+    _, err = terminal()
+    assert main(FIND_BUG) == 1
+    lines = [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line) for line in err.getvalue().split("\r")]
+    drawn = [line.strip() for line in lines if "explore" in line]
+    assert drawn
+    for line in drawn:
+        assert len(line) <= 80, line
+        assert re.search(r"\d\d:\d\d ETA (\d\d:\d\d|-+:--)", line), line  # whole clocks
+        name = re.findall(r"explore (\S+)", line)[0]
+        whole = "commit_before_processing"
+        assert name == whole or (name.endswith("…") and whole.startswith(name[:-1])), line
+    assert any(re.findall(r"explore (\S+…)", line) for line in drawn)  # cut when it must be
+
+
 def test_the_live_line_is_taken_down_when_its_block_ends_even_by_an_error(
     terminal: Callable[[], tuple[Any, Any]],
 ) -> None:

@@ -57,6 +57,11 @@ def colour_wanted(stream: TextIO) -> bool:
     return _isatty(stream) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
+_LINE_PARTS: Final = 30
+"""The width of the live line without its description and count: the spinner, the bar (8),
+the two clocks (5 each) with "ETA", the spaces between the columns, one to spare."""
+
+
 def _console(stream: TextIO, *, colour: bool) -> Console:
     from rich.console import Console
     from rich.highlighter import RegexHighlighter
@@ -118,6 +123,7 @@ class LiveProgress(Closing):
         self._total = total
         self._units = units
         self._detail = ""
+        self._stage = ""  # a search's stage (search, shrink), from its ticks
         self._completed = 0
         self._drawn = 0.0
         self._progress: Any = None
@@ -148,43 +154,68 @@ class LiveProgress(Closing):
             TimeElapsedColumn,
             TimeRemainingColumn,
         )
+        from rich.text import Text
+
+        class _Elapsed(TimeElapsedColumn):
+            """The elapsed time as ``mm:ss`` (``h:mm:ss`` from an hour), as the ETA's
+            compact form: rich's own ``0:00:01`` leaves no room for the ETA at 80 columns."""
+
+            def render(self, task: Any) -> Text:
+                seconds = int(task.finished_time if task.finished else task.elapsed or 0)
+                hours, rest = divmod(seconds, 3600)
+                shown = (
+                    f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
+                    if hours
+                    else f"{rest // 60:02d}:{rest % 60:02d}"
+                )
+                return Text(shown, style="progress.elapsed")
 
         console = _console(self._stream, colour=colour_wanted(self._stream))
         self._progress = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}", markup=False),
-            BarColumn(bar_width=16),
+            BarColumn(bar_width=8),
             TextColumn("{task.fields[count]}", markup=False),
-            TextColumn("{task.fields[detail]}", markup=False),
-            TimeElapsedColumn(),
+            _Elapsed(),
             TextColumn("ETA", markup=False),
-            TimeRemainingColumn(),
+            TimeRemainingColumn(compact=True),
             console=console,
             auto_refresh=False,
             transient=True,
             redirect_stdout=False,
             redirect_stderr=False,
         )
-        self._task = self._progress.add_task(
-            self._description, total=self._total, count=self._count(), detail=""
-        )
+        self._task = self._progress.add_task(self._fitted(), total=self._total, count=self._count())
         self._progress.start()
 
+    def _fitted(self) -> str:
+        """The description, cut with an ellipsis so that the line fits its terminal: else
+        rich cuts the clocks (``0:…``), the one part of the line that is read at a glance."""
+        width = self._progress.console.width if self._progress is not None else 80
+        room = max(width - len(self._count()) - _LINE_PARTS, 12)
+        text = self._description
+        return text if len(text) <= room else text[: room - 1] + "…"
+
     def _count(self) -> str:
+        """``429/1000 schedules, 1 failing`` (``shrink 12 schedules, ...`` while a failure
+        shrinks): the stage, the units, the detail, one
+        text (one column: an 80-column terminal keeps the clocks whole)."""
         if self._total is None:
-            return f"{self._completed} {self._units}" if self._completed else ""
-        return f"{self._completed}/{self._total} {self._units}"
+            done = f"{self._completed} {self._units}" if self._completed else ""
+        else:
+            done = f"{self._completed}/{self._total} {self._units}"
+        stage = f"{self._stage} " if self._stage and done else self._stage
+        return f"{stage}{done}{', ' if self._detail and (stage or done) else ''}{self._detail}"
 
     def _draw(self, *, now: bool = False) -> None:
         if self._progress is None:
             return
         self._progress.update(
             self._task,
-            description=self._description,
+            description=self._fitted(),
             total=self._total,
             completed=self._completed,
             count=self._count(),
-            detail=self._detail,
         )
         clock = time.monotonic()
         if now or clock - self._drawn >= _REFRESH_SECONDS:
@@ -212,13 +243,16 @@ class LiveProgress(Closing):
 
     def tick(self, tick: Tick) -> None:
         """An exploration's tick: the schedules, the stage and the failures so far."""
-        detail = f"{tick.stage.value}, {tick.failures} failing"
+        failing = f"{tick.failures} failing"
         if self._units == "schedules":  # the search itself is the work
             if tick.stage is Stage.SHRINK:
                 self._total = None  # shrinking has no known end
-            self.step(completed=tick.schedules, detail=detail)
+            # only a shrink is named: the search is what the line shows by default, and
+            # an 80-column terminal has no room to spare
+            self._stage = "" if tick.stage is Stage.SEARCH else tick.stage.value
+            self.step(completed=tick.schedules, detail=failing)
         else:  # a matrix cell: its search shows as the detail
-            self.step(detail=f"{tick.schedules} schedules, {detail}")
+            self.step(detail=f"{tick.stage.value} {tick.schedules} schedules, {failing}")
 
     def amount(self, amount: Amount) -> None:
         """A long step's amount (install it with ``harness._progress.metering``): the
