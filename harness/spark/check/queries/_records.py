@@ -239,24 +239,27 @@ def fused(context: QueryContext) -> Fused:
     sinks below and above their expected value)."""
     from harness.spark.check.queries._certify import open_partition, pair_rows, partition_inputs
 
-    # phase one's aggregations, planned in this block, aggregate once, after their shuffle
-    # (measured in docs/spark.md): a record's events, and a record and its neighbour, meet
-    # only there, so a partial aggregation before it folds little and costs a second pass
+    # the groups' aggregation, planned in this block (a kept frame is planned when kept),
+    # aggregates once, after its shuffle (measured in docs/spark.md): a record's events lie
+    # far apart in the files, so a partial aggregation before it folds little and costs a
+    # second pass
     with context.setting(_BYPASS_PARTIAL, "true"):
         # kept lazily: the one action below stores the groups as it reads them, for phase two
         groups = context.keep(_groups(context, needs(context)), eager=False)
-        record = F.col("grain") == RECORD
-        control = F.col("grain") == CONTROL
-        pairs, per_partition = partition_inputs(pair_rows(groups, context, record, control))
-        # one action: the run's totals (the groups' row, partition null) and each partition's
-        # certificate findings (the pairs' rows) in one aggregation, one row each collected
-        collected = (
-            groups.withColumn("pno", F.lit(None).cast("int"))
-            .unionByName(pairs, allowMissingColumns=True)
-            .groupBy("run", "pno")
-            .agg(*_total_aggregates(), *per_partition)
-            .collect()
-        )
+    record = F.col("grain") == RECORD
+    control = F.col("grain") == CONTROL
+    pairs, per_partition = partition_inputs(pair_rows(groups, context, record, control))
+    # one action: the run's totals (the groups' row, partition null) and each partition's
+    # certificate findings (the pairs' rows) in one aggregation, one row each collected;
+    # planned with a partial aggregation before its shuffle, which folds the groups' rows
+    # to one per run and task there (without it every group's row was shuffled to one task)
+    collected = (
+        groups.withColumn("pno", F.lit(None).cast("int"))
+        .unionByName(pairs, allowMissingColumns=True)
+        .groupBy("run", "pno")
+        .agg(*_total_aggregates(), *per_partition)
+        .collect()
+    )
     rows: dict[int, dict[str, Any]] = {}
     for row in collected:
         if row["pno"] is None:
