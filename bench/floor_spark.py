@@ -1,0 +1,136 @@
+"""What a narrow phase one would cost, against the per-record count (issue 27's floor).
+
+    python bench/floor_spark.py HISTORY.parquet [--repeat 3]
+
+Issue 27 asks for a VALID check within 3x a per-record count of the same file. The checker's
+phase one carries every fact of every record to phase two (docs/spark.md, "Throughput"),
+and costs 7-9 counts. This bench times, in one ``local[2]`` session, interleaved and
+``--repeat`` times (the first round includes the JIT's warm-up):
+
+* ``count``: ``groupBy("record_id").count()`` to the no-op sink, the floor (as
+  ``bench_spark.py``);
+* ``narrow``: one shuffle by record of a few counters and positions that a partial
+  aggregation folds (appends, acks, reads, emits, observes, the first append, ack and read,
+  the last observe), summed per file into the totals a verdict needs (records appended
+  other than once, lost, duplicated, unexpected, acknowledged or read before their append):
+  the shape a redesigned phase one would have;
+* ``pairs``: the order certificate's neighbour pairs (each append keyed by its offset and by
+  the next one, in one hash aggregation), which a redesigned phase one keeps;
+* ``check``: ``check_parquet`` as it is.
+
+It prints each time and its ratio to the round's count. It is a measurement of a shape, not
+a checker: ``narrow`` decides only the rules named above (no transactions, parts, table
+counts, read-order or commit rules), so the gap between ``narrow + pairs`` and 3 counts is
+what the rest of the rules may cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from harness.check import Guarantee
+
+
+def _queries(spark: Any, path: str) -> dict[str, Callable[[], object]]:
+    from pyspark.sql import functions as F
+
+    events = spark.read.parquet(path)
+    kind = F.col("kind")
+
+    def counted(name: str) -> Any:
+        return F.sum((kind == name).cast("int")).alias(name)
+
+    def first(name: str) -> Any:
+        return F.min(F.when(kind == name, F.col("index"))).alias(f"first_{name}")
+
+    def count() -> object:
+        grouped = events.where(F.col("record_id").isNotNull()).groupBy("record_id").count()
+        grouped.write.format("noop").mode("overwrite").save()
+        return None
+
+    def narrow() -> object:
+        records = (
+            events.where(F.col("record_id").isNotNull())
+            .groupBy("record_id")
+            .agg(
+                *(counted(name) for name in ("append", "ack", "read", "emit", "observe")),
+                *(first(name) for name in ("append", "ack", "read")),
+                F.max(F.when(kind == "observe", F.col("index"))).alias("last_observe"),
+            )
+        )
+        column = F.col
+
+        def total(condition: Any, name: str) -> Any:
+            return F.sum(condition.cast("int")).alias(name)
+
+        return records.agg(
+            total(column("append") != 1, "appended_other_than_once"),
+            total((column("ack") > 0) & (column("observe") == 0), "lost"),
+            total(column("observe") > 1, "duplicated"),
+            total((column("observe") > 0) & (column("append") == 0), "unexpected"),
+            total(column("first_ack") < column("first_append"), "acked_before_append"),
+            total(column("first_read") < column("first_append"), "read_before_append"),
+            F.count(F.lit(1)).alias("records"),
+        ).collect()
+
+    def pairs() -> object:
+        appends = events.where(kind == "append").select("partition", "offset", "index")
+        none = F.lit(None).cast("long")
+        mine = appends.select(
+            "partition",
+            F.col("offset").alias("at"),
+            F.col("index").alias("mine"),
+            none.alias("below"),
+        )
+        above = appends.select(
+            "partition",
+            (F.col("offset") + 1).alias("at"),
+            none.alias("mine"),
+            F.col("index").alias("below"),
+        )
+        met = (
+            mine.unionByName(above)
+            .groupBy("partition", "at")
+            .agg(F.max("mine").alias("mine"), F.max("below").alias("below"))
+        )
+        return met.agg(F.sum((F.col("mine") < F.col("below")).cast("int"))).collect()
+
+    def check() -> object:
+        from harness.spark import check_parquet
+
+        return check_parquet(path, Guarantee.EXACTLY_ONCE, spark=spark).status.value
+
+    return {"count": count, "narrow": narrow, "pairs": pairs, "check": check}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("history", help="a history Parquet file (bench_spark.py --keep)")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
+    args = parser.parse_args()
+    from harness.spark import spark_session
+
+    spark = spark_session("local[2]")
+    queries = _queries(spark, args.history)
+    print(f"{args.history}, load average {os.getloadavg()[0]:.1f}")
+    for round_number in range(1, args.repeat + 1):
+        seconds: dict[str, float] = {}
+        for name, query in queries.items():
+            start = time.perf_counter()
+            query()
+            seconds[name] = time.perf_counter() - start
+        floor = seconds["count"]
+        shown = ", ".join(
+            f"{name} {value:.2f} s ({value / floor:.1f}x)" for name, value in seconds.items()
+        )
+        both = (seconds["narrow"] + seconds["pairs"]) / floor
+        print(f"round {round_number}: {shown}; narrow + pairs {both:.1f}x the count", flush=True)
+    print(f"load average {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
