@@ -3,6 +3,7 @@
 :func:`lazy_names` gives a package both functions for a table of the modules that define its
 public names: a name is imported from its module on first access and kept in the package's
 namespace (later lookups do not come back here); any other name raises ``AttributeError``.
+:func:`named_object` finds what a ``module:qualname`` string names.
 Importing this module imports nothing of the harness.
 """
 
@@ -12,7 +13,18 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_names"]
+__all__ = ["lazy_names", "named_object"]
+
+
+def named_object(name: str) -> Any:
+    """The object ``module:qualname`` names (``a.b:C.method``); raises what importing and
+    looking it up raise (``ImportError``, ``AttributeError``, ``ValueError`` for an empty
+    module name), for the caller to say in its own words."""
+    module, _, qualname = name.partition(":")
+    found: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found
 
 
 def lazy_names(

@@ -24,7 +24,6 @@ where its files went (:class:`Observation`) can judge them.
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import sqlite3
@@ -33,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
+from harness._lazy import named_object
 from harness._shown import shown
 from harness.effects._ids import ids_in, record_id_of
 from harness.errors import ConfigError
@@ -192,11 +192,8 @@ class By:
 
 def load_named(name: str, what: str) -> Any:
     """The object ``module:qualname`` names; a :class:`ConfigError` naming ``what`` if none."""
-    module, _, qualname = name.partition(":")
     try:
-        found: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            found = getattr(found, part)
+        found = named_object(name)
     except (ImportError, AttributeError, ValueError) as exc:
         raise ConfigError(
             f"cannot load the {what} {shown(name)}: {exc}; give module:name, importable from "

@@ -15,7 +15,6 @@ imported by name as a door's ``factory`` is: the engine imports no system's modu
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import re
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from harness._json import parse_json
+from harness._lazy import named_object
 from harness._output import writable, write_atomic
 from harness._shown import shown
 from harness.check import Guarantee
@@ -246,11 +246,8 @@ def _system_reader_name(data: object) -> str | None:
 
 def _import(name: str, where: str) -> Any:
     """``module:qualname`` imported (a ``ConfigError`` naming the file when it cannot be)."""
-    module_name, _, qualname = name.partition(":")
     try:
-        found: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            found = getattr(found, part)
+        found = named_object(name)
     except (ImportError, AttributeError, ValueError) as exc:
         raise ConfigError(
             f"{where} names the reader {shown(name)}, which cannot be loaded ({exc}); replay it "
