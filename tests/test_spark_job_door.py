@@ -226,6 +226,10 @@ def test_sinks_and_jobs_are_checked() -> None:
     for bad in ("sqlite:/x.db", "s3:bucket", "files:", "sqlite:/x.db:drop table"):
         with pytest.raises(ConfigError):
             JobSink.parse(bad)
+    with pytest.raises(
+        ConfigError, match=r"; a json file sink, as any Spark file sink, is files:out$"
+    ):
+        JobSink.parse("json:out")  # a format named where the kind goes: the kind is said
     with pytest.raises(ConfigError, match="sink to observe"):
         SparkJob(str(JOBS / "fb_append.py"), inputs=("events",))
     with pytest.raises(ConfigError, match="value_format"):

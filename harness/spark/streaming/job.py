@@ -117,6 +117,10 @@ def row_ids(row: Mapping[str, Any], id_column: str | None) -> list[str]:
     return list(dict.fromkeys(f"r{int(m.group(1))}" for m in _TOKEN.finditer(text)))
 
 
+_FILE_FORMATS: Final = ("parquet", "json", "csv", "orc", "text")
+"""Spark's file sink formats: a user who names one as the sink's kind is told files:PATH."""
+
+
 @final
 @dataclass(frozen=True, slots=True)
 class JobSink:
@@ -139,6 +143,8 @@ class JobSink:
             return cls("console", "")
         if kind not in _SINK_KINDS or not rest:
             hint = did_you_mean(kind, (*_SINK_KINDS, "console")) if kind not in _SINK_KINDS else ""
+            if kind in _FILE_FORMATS and rest:  # a format's name where the kind goes
+                hint = f"; a {kind} file sink, as any Spark file sink, is files:{rest}"
             raise ConfigError(
                 f"sink {spec!r:.80} must be kafka:TOPIC, files:PATH, sqlite:DB:TABLE, "
                 f"lines:GLOB, table:NAME or console{hint}"
