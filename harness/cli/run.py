@@ -26,7 +26,6 @@ from harness.cli._common import (
     write_reports,
 )
 from harness.errors import ConfigError
-from harness.settings import flag_name
 
 if TYPE_CHECKING:
     from harness.catalogue.subject import Scenario
@@ -228,6 +227,7 @@ def _run_matrix(
 
 def _run_processor(args: argparse.Namespace, settings: Settings) -> int:
     from harness.engine import CounterexampleFound, explore, load_processor
+    from harness.engine.results import COMMAND_LINE_REPEAT
     from harness.report.live import emit, searching
 
     if len(args.targets) != 1:
@@ -248,7 +248,7 @@ def _run_processor(args: argparse.Namespace, settings: Settings) -> int:
         if settings.json:
             _print_failure(exc)
         else:
-            emit(exc.report(repeat=flag_name("seed") + " {seed}"))
+            emit(exc.report(repeat=COMMAND_LINE_REPEAT))
         return exit_code(exc.failure.verdict)
     message = result.summary()
     if settings.json:

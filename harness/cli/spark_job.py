@@ -26,7 +26,7 @@ from typing import Any, Final
 from harness._usage import UsageParser, wants_json
 from harness.check import Status, exit_code
 from harness.errors import ConfigError, HarnessError
-from harness.settings import Settings, add_options, flag_name, from_options
+from harness.settings import Settings, add_options, from_options
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -275,6 +275,7 @@ def _report(
 ) -> int:
     """Every problem found, each with the commands that run it again and render its report."""
     from harness.cli._common import write_reports
+    from harness.engine.results import COMMAND_LINE_REPEAT
     from harness.report.live import emit
 
     first, count = failures[0], len(failures)
@@ -294,7 +295,7 @@ def _report(
     for number, failure in enumerate(failures, 1):
         if count > 1:
             emit(f"\nproblem {number} of {count}:")
-        report = failure.report(repeat=flag_name("seed") + " {seed}")
+        report = failure.report(repeat=COMMAND_LINE_REPEAT)
         text = [line for line in report.splitlines() if not line.startswith(_COMMANDS)]
         emit("\n".join(text))
         _print_replay(failure, argv, holds_job=job is None or job.to_json() is not None)

@@ -21,13 +21,16 @@ from harness.faults.streams import StreamSchedule
 from harness.history.events import History
 from harness.report.subject import ProcessorError
 from harness.search.coverage import Coverage
+from harness.settings import flag_name
 from harness.sim.world import Backend
 
-__all__ = ["PYTHON_REPEAT", "CounterexampleFound", "Exploration", "Failure"]
+__all__ = ["COMMAND_LINE_REPEAT", "PYTHON_REPEAT", "CounterexampleFound", "Exploration", "Failure"]
 
 PYTHON_REPEAT: Final = "explore(..., seed={seed})"
 """How a report spells the seed that repeats its search, by default (the Python API's
 words); a door with its own (``--seed {seed}``, ``--harness-seed {seed}``) passes them."""
+COMMAND_LINE_REPEAT: Final = flag_name("seed") + " {seed}"
+"""The command line's words for it (``--seed {seed}``): the run, kafka and spark-job doors."""
 
 
 @dataclass(frozen=True, slots=True)

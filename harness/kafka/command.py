@@ -22,7 +22,7 @@ from harness._usage import UsageParser, wants_json
 from harness.check import Status, exit_code
 from harness.effects.sources import load_named
 from harness.errors import ConfigError, HarnessError
-from harness.settings import Settings, add_options, flag_name, from_options
+from harness.settings import Settings, add_options, from_options
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -321,6 +321,8 @@ def _explore(args: argparse.Namespace, app: Any, argv: Sequence[str]) -> int:
 
 
 def _report(args: argparse.Namespace, app: Any, argv: Sequence[str], failures: Any) -> int:
+    from harness.engine.results import COMMAND_LINE_REPEAT
+
     first = failures[0]
     status = first.verdict.status
     for failure in failures:
@@ -344,7 +346,7 @@ def _report(args: argparse.Namespace, app: Any, argv: Sequence[str], failures: A
         for number, failure in enumerate(failures, 1):
             if count > 1:
                 print(f"\nproblem {number} of {count}:")
-            text = failure.report(repeat=flag_name("seed") + " {seed}").splitlines()
+            text = failure.report(repeat=COMMAND_LINE_REPEAT).splitlines()
             cut = next((i for i, line in enumerate(text) if line.startswith("shrunk schedule")), 0)
             text[cut:cut] = app.hints(failure)  # after the verdict it explains
             print("\n".join(text))
