@@ -1,5 +1,5 @@
 """Phase one's certificates, folded into the fused pass's one action: that no order rule
-fires, that no key of an aggregated table is wrong (internal).
+fires (internal; the table counts are the fused pass's own groups', :mod:`._records`).
 
 The order rules (``skip``, ``offset-ahead`` by commit, ``offset-regression``, the
 validator's append-offset rule, ``nonmonotonic``) each need their events in order; phase two
@@ -40,14 +40,6 @@ passes):
 A run that is not certified is not wrong: phase two runs the exact rules over it (the
 ``nonmonotonic`` rule alone when only the ordered sink's certificate fails, e.g. after a
 lost record, whose neighbour has no observe before it).
-
-The table counts (``count-mismatch``) are the same aggregation's: each non-poison append
-(read from the events, since a key aggregated per record would make the fused pass a sort
-aggregation) is sent under its key once per aggregated table sink of its run, and each key's
-last value there under the same key, so each key's expected and observed values meet without
-a join. The appends are the acknowledged inputs only when every non-poison record appended
-is acknowledged (the run's ``unacked_inputs`` is 0, and a record appended twice fails
-validation): phase one clears a run's table counts only then.
 """
 
 from __future__ import annotations
@@ -58,9 +50,7 @@ from typing import Any, Final
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from harness.history.events import Aggregate, SinkKind
-from harness.spark.check.queries._load import _LONG, APPEND, COMMIT, FETCH, QueryContext, cases
-from harness.spark.check.queries._records import TABLE
+from harness.spark.check.queries._load import _LONG, COMMIT, FETCH
 
 __all__ = ["PARTITION_COLUMNS", "open_partition", "pair_rows", "partition_inputs"]
 
@@ -68,136 +58,63 @@ _SELF: Final = 0
 _NEXT: Final = 1
 _COMMIT: Final = 2
 _FETCH: Final = 3
-_INPUT: Final = 4
-_SHOWN: Final = 5
 _ORDER: Final = 0
 """Pair group of a partition's offset (records, their neighbours, commits)."""
 _FETCHES: Final = 1
-_TABLE: Final = 2
-_PAIR_KEYS: Final = ("run", "bt", "pno", "k", "sink", "key")
-_INLINE_SINKS: Final = 64
-"""Up to this many aggregated table sinks, a record's sinks are found by an expression."""
+_PAIR_KEYS: Final = ("run", "bt", "pno", "k")
 
 
-def pair_rows(
-    groups: DataFrame, context: QueryContext, record: Column, control: Column
-) -> DataFrame:
+def pair_rows(groups: DataFrame, record: Column, control: Column) -> DataFrame:
     """The rows of the pairs' aggregation from the fused pass's groups (``record``,
     ``control``: the conditions of a record's and a rare event's group): each appended
-    record under its offset and the next, each commit and fetch of a partition, and for the
-    aggregated table sinks each acknowledged record's input and each key's last value."""
+    record under its offset and the next, each commit and fetch of a partition."""
     long_null = F.lit(None).cast(_LONG)
     kc = F.col("e_kc")
 
     def row(bt: int, role: int, pno: Column, k: Column, **fields: Column) -> list[Column]:
-        names = ("pos", "read", "ord", "odd", "off", "val")
+        names = ("pos", "read", "ord", "odd", "off")
         return [
             F.col("run"),
             F.lit(bt).alias("bt"),
             pno.cast("int").alias("pno"),
             k.alias("k"),
-            fields.get("sink", F.lit(None).cast("string")).alias("sink"),
-            fields.get("key", F.lit(None).cast("string")).alias("key"),
             F.lit(role).alias("role"),
             *[fields.get(n, long_null if n != "odd" else F.lit(False)).alias(n) for n in names],
         ]
 
-    appended = groups.where(record & (F.col("n_app") >= 1))
+    appended = record & (F.col("n_app") >= 1)
     read = F.when(F.col("read_n") >= 1, F.col("read_last"))
     odd = (F.col("read_n") > 1) | F.coalesce(F.col("read_red"), F.lit(False))
     own = {"pos": F.col("app_pos"), "read": read, "ord": F.col("ordered_first"), "odd": odd}
-    frames = [
-        appended.select(*row(_ORDER, _SELF, F.col("app_pno"), F.col("app_off"), **own)),
-        appended.select(*row(_ORDER, _NEXT, F.col("app_pno"), F.col("app_off") + 1, **own)),
-    ]
-    parted = groups.where(control & F.col("e_pno").isNotNull())
-    frames.append(
-        parted.where(kc == COMMIT).select(
-            *row(_ORDER, _COMMIT, F.col("e_pno"), F.col("e_off"), pos=F.col("gp"))
+    parted = control & F.col("e_pno").isNotNull()
+    # one read of the groups: each group's rows (a record's two, a commit's or a fetch's
+    # one) from one generator, not one scan of the kept groups per role
+    first = (
+        F.when(appended, F.struct(*row(_ORDER, _SELF, F.col("app_pno"), F.col("app_off"), **own)))
+        .when(
+            parted & (kc == COMMIT),
+            F.struct(*row(_ORDER, _COMMIT, F.col("e_pno"), F.col("e_off"), pos=F.col("gp"))),
+        )
+        .when(
+            parted & (kc == FETCH),
+            F.struct(
+                *row(
+                    _FETCHES, _FETCH, F.col("e_pno"), long_null, pos=F.col("gp"), off=F.col("e_off")
+                )
+            ),
         )
     )
-    frames.append(
-        parted.where(kc == FETCH).select(
-            *row(_FETCHES, _FETCH, F.col("e_pno"), long_null, pos=F.col("gp"), off=F.col("e_off"))
-        )
+    second = F.when(
+        appended,
+        F.struct(*row(_ORDER, _NEXT, F.col("app_pno"), F.col("app_off") + 1, **own)),
     )
-    frames.extend(_table_rows(groups, context, row))
-    result = frames[0]
-    for frame in frames[1:]:
-        result = result.unionByName(frame)
-    return result
-
-
-def _table_rows(groups: DataFrame, context: QueryContext, row: Any) -> list[Any]:
-    """Each non-poison append's input under its key, once per aggregated table sink of its
-    run (1 for a count, its value for a sum), and each key's last value in each such sink.
-    A few sinks are matched by expressions, more by a broadcast join."""
-    count = Aggregate.COUNT.value
-    sinks = [
-        (number, name, spec.aggregate.value == count)
-        for number, run in enumerate(context.runs)
-        for name, spec in run.meta.sinks.items()
-        if spec.kind is SinkKind.TABLE and spec.aggregate is not None
-    ]
-    if not sinks:
-        return []
-    # from the appends, not the groups: a key (a string) aggregated per record would turn the
-    # fused pass into a sort aggregation (Spark hashes only fixed-width buffers); exact for
-    # the runs whose non-poison appended records are all acknowledged (``unacked_inputs``
-    # 0), the only ones whose table counts phase one clears (``_Checker._suspects``)
-    inputs = context.events.where(
-        (F.col("kc") == APPEND)
-        & F.col("record_id").isNotNull()
-        & ~F.coalesce(F.col("poison"), F.lit(False))
+    generated = (
+        groups.where(appended | (parted & kc.isin(COMMIT, FETCH)))
+        .select(F.explode(F.array(first, second)).alias("g"))
+        .where(F.col("g").isNotNull())
+        .select("g.*")
     )
-    shown = groups.where(F.col("grain") == TABLE).select(
-        "run", F.col("gs").alias("sink"), F.col("gk").alias("key"), "t_value"
-    )
-    if len(sinks) > _INLINE_SINKS:
-        table = F.broadcast(context.small(sinks, "run int, s_sink string, s_counted boolean"))
-        inputs = inputs.join(table, "run")
-        shown = shown.join(table.select("run", F.col("s_sink").alias("sink")), ["run", "sink"])
-    else:
-        per_run: dict[int, list[Column]] = {}
-        wanted: Column = F.lit(False)
-        for number, name, counted in sinks:
-            per_run.setdefault(number, []).append(
-                F.struct(F.lit(name).alias("s_sink"), F.lit(counted).alias("s_counted"))
-            )
-            wanted = wanted | ((F.col("run") == number) & (F.col("sink") == name))
-        of_run = cases(
-            (F.col("run") == number, F.array(*entries)) for number, entries in per_run.items()
-        )
-        assert of_run is not None
-        inputs = inputs.select("*", F.explode(of_run).alias("s")).select("*", "s.*")
-        shown = shown.where(wanted)
-    value = F.when(F.col("s_counted"), F.lit(1).cast(_LONG)).otherwise(F.col("value"))
-    null = F.lit(None).cast("int")
-    nothing = F.lit(None).cast(_LONG)
-    return [
-        inputs.select(
-            *row(
-                _TABLE,
-                _INPUT,
-                null,
-                nothing,
-                sink=F.col("s_sink"),
-                key=F.col("key"),
-                val=value.cast(_LONG),
-            )
-        ),
-        shown.select(
-            *row(
-                _TABLE,
-                _SHOWN,
-                null,
-                nothing,
-                sink=F.col("sink"),
-                key=F.col("key"),
-                val=F.col("t_value"),
-            )
-        ),
-    ]
+    return generated
 
 
 def _pairs(rows: DataFrame) -> DataFrame:
@@ -225,10 +142,6 @@ def _pairs(rows: DataFrame) -> DataFrame:
         F.count_if(role == _FETCH).alias("fetch_n"),
         of(_FETCH, "pos", F.min).alias("fetch_pos"),
         of(_FETCH, "off").alias("fetch_off"),
-        F.coalesce(F.sum(F.when(role == _INPUT, F.col("val"))), F.lit(0).cast(_LONG)).alias(
-            "expected"
-        ),
-        of(_SHOWN, "val").alias("observed"),
     )
 
 
@@ -248,8 +161,6 @@ PARTITION_COLUMNS: Final = (
     "p_fetch_off",
     "p_heads",
     "p_unordered",
-    "p_under",
-    "p_over",
 )
 """The per-partition columns of the fused pass's collected rows (:func:`partition_inputs`)."""
 
@@ -276,8 +187,6 @@ def partition_inputs(rows: DataFrame) -> tuple[DataFrame, list[Column]]:
     )
     first = single & self_read.isNotNull() & prev_read.isNull()
     head = single & F.col("self_ord").isNotNull() & F.col("prev_ord").isNull()
-    shown = F.coalesce(F.col("observed"), F.lit(0).cast(_LONG))
-    table = F.col("bt") == _TABLE
     flagged = p.select(
         "run",
         "pno",
@@ -300,8 +209,6 @@ def partition_inputs(rows: DataFrame) -> tuple[DataFrame, list[Column]]:
             & (F.col("self_ord") <= F.col("prev_ord")),
             F.lit(False),
         ).alias("i_unordered"),
-        (table & (shown < F.col("expected"))).alias("i_under"),
-        (table & (shown > F.col("expected"))).alias("i_over"),
     )
     aggregates = [
         F.count_if(F.col("i_record")).alias("p_records"),
@@ -319,8 +226,6 @@ def partition_inputs(rows: DataFrame) -> tuple[DataFrame, list[Column]]:
         F.max("fetch_off").alias("p_fetch_off"),
         F.count_if(F.col("i_head")).alias("p_heads"),
         F.count_if(F.col("i_unordered")).alias("p_unordered"),
-        F.count_if(F.col("i_under")).alias("p_under"),
-        F.count_if(F.col("i_over")).alias("p_over"),
     ]
     return flagged, aggregates
 

@@ -3,22 +3,24 @@ by record, producing every count the verdict needs (internal).
 
 :func:`fused` groups every event by what it belongs to, its *grain*: a record
 (``append``, ``ack``, ``read``, ``emit`` and log-sink ``observe`` events with a record id),
-a key of a table sink (its ``observe`` events), a rare event (``fetch``, ``commit``,
+a key of a table sink (its ``observe`` events, and in an aggregated one a copy of each
+non-poison append with that key: :func:`_with_inputs`), a rare event (``fetch``, ``commit``,
 ``rollback``, ``truncate``, ``end``, ``drain``, ``txn-abort`` or a log-sink ``observe``
 without a record id: one group each, its fields as group keys) or the rest of its run
 (spread over a few buckets). Each group carries a few counters (events, malformed events,
 resends) next to its own facts; the other run-wide counters of the validator (ends, drains,
 appends, ...) are counted from the rare events' groups, so one aggregation over the groups,
 run by run, gives the :class:`Summary` of each run and the record-level totals (lost
-effects, copies, unexpected outputs, the validator's certificate), summed in the same
-aggregation as phase one's certificates and table counts (:mod:`._certify`): one action,
+effects, copies, unexpected outputs, the validator's certificate, the keys of aggregated
+tables whose last value is not their inputs' total), summed in the same aggregation as
+phase one's order certificates (:mod:`._certify`): one action,
 whose job keeps the groups (a lazy local checkpoint) for the queries that follow
 (witnesses, the partition pass, table aggregates), which read them, not the files.
 
 Every event pays for every aggregate, so the facts only table or ordered sinks need are
-aggregated only when some run declares such a sink (:class:`Needs`), and the inputs of each
-key of an aggregated table are counted by their own query
-(:func:`~harness.spark.check.queries.inputs_per_key`), not by a second row for every append.
+aggregated only when some run declares such a sink (:class:`Needs`); phase two counts a
+key's acknowledged inputs exactly by a query of its own
+(:func:`~harness.spark.check.queries.inputs_per_key`) where phase one could not clear them.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any, Final
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from harness.history.events import EndDetail, SinkKind
+from harness.history.events import Aggregate, EndDetail, SinkKind
 from harness.spark.check.queries._load import (
     _BITS,
     _LONG,
@@ -44,12 +46,15 @@ from harness.spark.check.queries._load import (
     OBSERVE,
     READ,
     ROLLBACK,
+    SINK_COUNT,
     SINK_LOG,
     SINK_ORDERED,
+    SINK_SUM,
     SINK_TABLE,
     TRUNCATE,
     TXN_ABORT,
     QueryContext,
+    cases,
 )
 
 __all__ = ["FACT_COLUMNS", "Fused", "Summary", "exact_below", "fused", "record_totals"]
@@ -66,6 +71,13 @@ groups (:func:`_totals`), not by aggregates every event pays for."""
 REST: Final = 3
 """Grain of the other events of a run (``gp``: one of :data:`_BUCKETS` buckets)."""
 _BUCKETS: Final = 64
+INPUT: Final = -1
+"""Kind code of a non-poison append's copy in each aggregated table sink of its run, in the
+group of its key there (:func:`_with_inputs`): 1 for a count, its value for a sum."""
+_AGGREGATED: Final = SINK_COUNT | SINK_SUM
+_INLINE_RUNS: Final = 64
+"""Up to this many runs with an aggregated table sink, an append's sinks are found by a
+``CASE`` on its run; more, by a map from run to sinks."""
 _KEYS: Final = ("run", "grain", "gk", "gp", "own")
 """The group keys. ``own`` holds ``gs`` and a rare event's own fields (``e_*``), null in the
 record and other grains: they are keys of its group, which holds it alone, rather than
@@ -149,7 +161,9 @@ class Fused:
     def tables(self) -> DataFrame:
         """The last value of every key of every table sink: ``run, sink, key, value, pos``
         (values only when some run has a table sink with an aggregate: :class:`Needs`)."""
-        return self.groups.where(F.col("grain") == TABLE).select(
+        # a key's group with its inputs alone (no observe, no position) shows no value
+        shown = (F.col("grain") == TABLE) & F.col("t_pos").isNotNull()
+        return self.groups.where(shown).select(
             "run",
             F.col("gs").alias("sink"),
             F.col("gk").alias("key"),
@@ -248,7 +262,7 @@ def fused(context: QueryContext) -> Fused:
         groups = context.keep(_groups(context, needs(context)), eager=False)
     record = F.col("grain") == RECORD
     control = F.col("grain") == CONTROL
-    pairs, per_partition = partition_inputs(pair_rows(groups, context, record, control))
+    pairs, per_partition = partition_inputs(pair_rows(groups, record, control))
     # one action: the run's totals (the groups' row, partition null) and each partition's
     # certificate findings (the pairs' rows) in one aggregation, one row each collected;
     # planned with a partial aggregation before its shuffle, which folds the groups' rows
@@ -269,8 +283,6 @@ def fused(context: QueryContext) -> Fused:
         order, sink = open_partition(row.asDict())
         entry["order_open"] = entry.get("order_open", False) or order
         entry["sink_open"] = entry.get("sink_open", False) or sink
-        entry["under"] = entry.get("under", 0) + int(row["p_under"] or 0)
-        entry["over"] = entry.get("over", 0) + int(row["p_over"] or 0)
     rows = {run: row for run, row in rows.items() if row.get("n")}
     # the detail of a run's last end: "complete" from the totals, any other read back
     ends = [row["end_pos"] for row in rows.values() if row["end_complete"] is False]
@@ -312,8 +324,10 @@ def _summary(row: Any, end_detail: str | None) -> Summary:
     )
 
 
-def _grained(context: QueryContext) -> DataFrame:
-    """Every event with its grain and group keys, and only the columns the groups need."""
+def _grained(context: QueryContext, needs: Needs) -> DataFrame:
+    """Every event with its grain and group keys, and only the columns the groups need (and
+    the table inputs' copies, :func:`_with_inputs`, when ``needs`` says some run has an
+    aggregated table sink)."""
     kc = F.col("kc")
     sk = F.col("sk")
     log_observe = (kc == OBSERVE) & (sk.bitwiseAND(SINK_LOG) != 0)
@@ -348,6 +362,8 @@ def _grained(context: QueryContext) -> DataFrame:
         "ed",
         "bad",
     )
+    if needs.tables:
+        events = _with_inputs(context, events)
     grain = F.col("grain")
     return events.select(
         "*",
@@ -361,6 +377,7 @@ def _grained(context: QueryContext) -> DataFrame:
                 F.when(grain == TABLE, F.col("sink"))
                 .when((grain == CONTROL) & (kc == END), F.col("ed"))
                 .alias("gs"),
+                ((grain == TABLE) & (sk.bitwiseAND(_AGGREGATED) != 0)).alias("g_agg"),
                 *[F.when(grain == CONTROL, F.col(c)).alias(f"e_{n}") for n, c in _OWN.items()],
             ),
         ).alias("own"),
@@ -369,12 +386,81 @@ def _grained(context: QueryContext) -> DataFrame:
     )
 
 
+def _with_inputs(context: QueryContext, events: DataFrame) -> DataFrame:
+    """``events`` and, after each non-poison append with a record id, its copy (kind
+    :data:`INPUT`, no position, its input as ``value``) under its key in each aggregated
+    table sink of its run: each key's expected value is then aggregated in the same group as
+    its observes (``t_in``), with no query of its own. The copies count in no counter of the
+    run (``n``, ``bad_events``, ...); they are inputs only where every non-poison record
+    appended is acknowledged (``unacked_inputs`` 0), the only runs whose table counts phase
+    one clears."""
+    count = Aggregate.COUNT.value
+    per_run: dict[int, list[Column]] = {}
+    for number, run in enumerate(context.runs):
+        for name, spec in run.meta.sinks.items():
+            if spec.kind is SinkKind.TABLE and spec.aggregate is not None:
+                per_run.setdefault(number, []).append(
+                    F.struct(
+                        F.lit(name).alias("s_sink"),
+                        F.lit(spec.aggregate.value == count).alias("s_counted"),
+                    )
+                )
+    sinks: Column | None
+    if len(per_run) <= _INLINE_RUNS:
+        sinks = cases((F.col("run") == n, F.array(*entries)) for n, entries in per_run.items())
+    else:
+        pairs = [item for n, entries in per_run.items() for item in (F.lit(n), F.array(*entries))]
+        sinks = F.try_element_at(F.create_map(*pairs), F.col("run"))
+    assert sinks is not None
+    kc = F.col("kc")
+    copied = (
+        (kc == APPEND) & F.col("record_id").isNotNull() & ~F.coalesce(F.col("poison"), F.lit(False))
+    )
+    itself = F.array(
+        F.struct(
+            F.lit(None).cast("string").alias("s_sink"),
+            F.lit(None).cast("boolean").alias("s_counted"),
+        )
+    )
+    exploded = events.select(
+        "*",
+        F.explode(
+            F.when(copied, F.coalesce(F.concat(itself, sinks), itself)).otherwise(itself)
+        ).alias("s"),
+    )
+    copy = F.col("s.s_sink").isNotNull()
+
+    def unless_copy(name: str, value: Column) -> Column:
+        return F.when(copy, value).otherwise(F.col(name)).alias(name)
+
+    null_long = F.lit(None).cast(_LONG)
+    replaced = {
+        "grain": F.lit(TABLE),
+        "pos": null_long,
+        "kc": F.lit(INPUT),
+        "sink": F.col("s.s_sink"),
+        "value": F.when(F.col("s.s_counted"), F.lit(1).cast(_LONG)).otherwise(F.col("value")),
+        "sk": F.lit(SINK_TABLE | SINK_COUNT),
+        "poison": F.lit(None).cast("boolean"),
+        "resent": F.lit(False),
+        "local_only": F.lit(False),
+        "bad": F.lit(False),
+        "record_id": F.lit(None).cast("string"),
+    }
+    return exploded.select(
+        *[
+            unless_copy(name, replaced[name]) if name in replaced else F.col(name)
+            for name in events.columns
+        ]
+    )
+
+
 def _groups(context: QueryContext, needs: Needs) -> DataFrame:
     """The groups of every grain, with their record facts and run counters: one hash
     aggregation (numbers only in its buffers: a string would make it a sort aggregation),
     run after the shuffle alone while :func:`fused` plans it."""
     grouped = (
-        _grained(context)
+        _grained(context, needs)
         .groupBy(*_KEYS)
         .agg(*_event_aggregates(needs), *_counters())
         .select("*", "own.*", *_unneeded(needs))
@@ -437,7 +523,11 @@ def _event_aggregates(needs: Needs) -> list[Column]:
             F.count_if(ordered & (F.col("opart") >= _BITS)).alias("ordered_big"),
         ]
     if needs.tables:
-        facts.append(F.max_by(F.col("value"), pos).alias("t_value"))
+        observe = kc == OBSERVE
+        facts += [
+            F.max_by(F.col("value"), F.when(observe, pos)).alias("t_value"),
+            F.sum(F.when(kc == INPUT, F.col("value"))).alias("t_in"),
+        ]
     return facts
 
 
@@ -452,7 +542,7 @@ def _unneeded(needs: Needs) -> list[Column]:
             F.lit(0).cast(_LONG).alias("ordered_big"),
         ]
     if not needs.tables:
-        columns.append(none.alias("t_value"))
+        columns += [none.alias("t_value"), none.alias("t_in")]
     return columns
 
 
@@ -465,7 +555,7 @@ def _counters() -> list[Column]:
     """The per-group counters the run-wide summary needs beyond the control events' own
     groups (each event is in one group)."""
     return [
-        F.count(F.lit(1)).alias("n"),
+        F.count_if(~F.col("kc").eqNullSafe(INPUT)).alias("n"),
         F.count_if(F.col("bad")).alias("bad_events"),
         F.count_if(F.col("resent")).alias("n_resent"),
         F.count_if(F.col("local_only")).alias("n_local"),
@@ -553,6 +643,10 @@ def _total_aggregates() -> list[Column]:
         return F.when(controls(code), F.col("gp"))
 
     fetch_process = F.when(controls(FETCH), F.col("e_proc"))
+    # a key of an aggregated table sink: its last value shown against its inputs' total
+    aggregated = (grain == TABLE) & F.coalesce(F.col("g_agg"), F.lit(False))
+    shown = F.coalesce(F.col("t_value"), F.lit(0).cast(_LONG))
+    expected = F.coalesce(F.col("t_in"), F.lit(0).cast(_LONG))
     null_observes = F.count_if(controls(OBSERVE))
     return [
         F.sum("n").alias("n"),
@@ -584,6 +678,8 @@ def _total_aggregates() -> list[Column]:
         F.count_if(record & (F.col("n_app") >= 1) & (F.col("ack_n") == 0) & ~F.col("poison")).alias(
             "unacked_inputs"
         ),
+        F.count_if(aggregated & (shown < expected)).alias("under"),
+        F.count_if(aggregated & (shown > expected)).alias("over"),
     ]
 
 
