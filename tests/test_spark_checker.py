@@ -254,8 +254,9 @@ def test_generated_anomalies_are_found_with_exact_counts_and_match_the_local_che
 VALID_JOBS = 5
 """The most Spark jobs a VALID history with an ordered log sink and a table sink may cost
 (each shuffle is a stage, run as a job; issue 27's target): phase one only, one action, that
-is the fused pass's shuffle by record, the pairs' shuffle by partition and offset (the order
-certificate, the ordered sink's and the table counts, in the job that keeps the groups), the
+is the fused pass's shuffle by record (with the table counts), the pairs' shuffle by
+partition and offset (the order certificate and the ordered sink's, in the job that keeps
+the groups), the
 shuffle of the per-run and per-partition rows and their collect: 4. Phase two (the
 append-offset rule, the partition pass, the ranking query, the witnesses) does not run for
 it, and nothing runs run by run (the checker before the fused pass took about 50 jobs for
