@@ -50,7 +50,7 @@ from typing import Any, Final
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from harness.spark.check.queries._load import _LONG, COMMIT, FETCH
+from harness.spark.check.queries._load import COMMIT, FETCH
 
 __all__ = ["PARTITION_COLUMNS", "open_partition", "pair_rows", "partition_inputs"]
 
@@ -64,84 +64,78 @@ _FETCHES: Final = 1
 _PAIR_KEYS: Final = ("run", "bt", "pno", "k")
 
 
-def pair_rows(groups: DataFrame, record: Column, control: Column) -> DataFrame:
+def pair_rows(groups: DataFrame, record: str, control: str) -> DataFrame:
     """The rows of the pairs' aggregation from the fused pass's groups (``record``,
-    ``control``: the conditions of a record's and a rare event's group): each appended
-    record under its offset and the next, each commit and fetch of a partition."""
-    long_null = F.lit(None).cast(_LONG)
-    kc = F.col("e_kc")
+    ``control``: SQL tests of a record's and a rare event's group): each appended record
+    under its offset and the next, each commit and fetch of a partition. Written as SQL
+    text, as the fused pass's aggregates are (one call into the JVM each)."""
 
-    def row(bt: int, role: int, pno: Column, k: Column, **fields: Column) -> list[Column]:
-        names = ("pos", "read", "ord", "odd", "off")
-        return [
-            F.col("run"),
-            F.lit(bt).alias("bt"),
-            pno.cast("int").alias("pno"),
-            k.alias("k"),
-            F.lit(role).alias("role"),
-            *[fields.get(n, long_null if n != "odd" else F.lit(False)).alias(n) for n in names],
-        ]
+    def row(bt: int, role: int, pno: str, k: str, **fields: str) -> str:
+        values = {n: fields.get(n, "false" if n == "odd" else "cast(null as bigint)") for n in _ROW}
+        return (
+            f"named_struct('run', run, 'bt', {bt}, 'pno', cast({pno} as int), 'k', {k},"
+            f" 'role', {role}, " + ", ".join(f"'{n}', {value}" for n, value in values.items()) + ")"
+        )
 
-    appended = record & (F.col("n_app") >= 1)
-    read = F.when(F.col("read_n") >= 1, F.col("read_last"))
-    odd = (F.col("read_n") > 1) | F.coalesce(F.col("read_red"), F.lit(False))
-    own = {"pos": F.col("app_pos"), "read": read, "ord": F.col("ordered_first"), "odd": odd}
-    parted = control & F.col("e_pno").isNotNull()
+    appended = f"({record} AND n_app >= 1)"
+    own = {
+        "pos": "app_pos",
+        "read": "CASE WHEN read_n >= 1 THEN read_last END",
+        "ord": "ordered_first",
+        "odd": "(read_n > 1 OR coalesce(read_red, false))",
+    }
+    parted = f"({control} AND e_pno IS NOT NULL)"
     # one read of the groups: each group's rows (a record's two, a commit's or a fetch's
     # one) from one generator, not one scan of the kept groups per role
     first = (
-        F.when(appended, F.struct(*row(_ORDER, _SELF, F.col("app_pno"), F.col("app_off"), **own)))
-        .when(
-            parted & (kc == COMMIT),
-            F.struct(*row(_ORDER, _COMMIT, F.col("e_pno"), F.col("e_off"), pos=F.col("gp"))),
-        )
-        .when(
-            parted & (kc == FETCH),
-            F.struct(
-                *row(
-                    _FETCHES, _FETCH, F.col("e_pno"), long_null, pos=F.col("gp"), off=F.col("e_off")
-                )
-            ),
-        )
+        f"CASE WHEN {appended} THEN {row(_ORDER, _SELF, 'app_pno', 'app_off', **own)}"
+        f" WHEN {parted} AND e_kc = {COMMIT}"
+        f" THEN {row(_ORDER, _COMMIT, 'e_pno', 'e_off', pos='gp')}"
+        f" WHEN {parted} AND e_kc = {FETCH}"
+        f" THEN {row(_FETCHES, _FETCH, 'e_pno', 'cast(null as bigint)', pos='gp', off='e_off')}"
+        " END"
     )
-    second = F.when(
-        appended,
-        F.struct(*row(_ORDER, _NEXT, F.col("app_pno"), F.col("app_off") + 1, **own)),
-    )
-    generated = (
-        groups.where(appended | (parted & kc.isin(COMMIT, FETCH)))
-        .select(F.explode(F.array(first, second)).alias("g"))
-        .where(F.col("g").isNotNull())
+    second = f"CASE WHEN {appended} THEN {row(_ORDER, _NEXT, 'app_pno', 'app_off + 1', **own)} END"
+    return (
+        groups.where(f"{appended} OR ({parted} AND e_kc IN ({COMMIT}, {FETCH}))")
+        .selectExpr(f"explode(array({first}, {second})) AS g")
+        .where("g IS NOT NULL")
         .select("g.*")
     )
-    return generated
+
+
+_ROW: Final = ("pos", "read", "ord", "odd", "off")
+"""The fields of a pairs' row after its keys and role."""
 
 
 def _pairs(rows: DataFrame) -> DataFrame:
     """One row per pair group: what its record, its neighbour, its commits, a partition's
     fetches or a key's sides hold."""
-    role = F.col("role")
 
-    def of(which: int, column: str, how: Any = F.max) -> Column:
-        found: Column = how(F.when(role == which, F.col(column)))
-        return found
+    def of(which: int, column: str, how: str = "max") -> str:
+        return f"{how}(CASE WHEN role = {which} THEN `{column}` END)"
 
     return rows.groupBy(*_PAIR_KEYS).agg(
-        F.count_if(role == _SELF).alias("self_n"),
-        of(_SELF, "pos").alias("self_pos"),
-        of(_SELF, "read").alias("self_read"),
-        of(_SELF, "ord").alias("self_ord"),
-        F.max(F.when(role == _SELF, F.col("odd"))).alias("self_odd"),
-        F.count_if(role == _NEXT).alias("prev_n"),
-        of(_NEXT, "pos").alias("prev_pos"),
-        of(_NEXT, "read").alias("prev_read"),
-        of(_NEXT, "ord").alias("prev_ord"),
-        F.count_if(role == _COMMIT).alias("commit_n"),
-        of(_COMMIT, "pos", F.min).alias("commit_lo"),
-        of(_COMMIT, "pos").alias("commit_hi"),
-        F.count_if(role == _FETCH).alias("fetch_n"),
-        of(_FETCH, "pos", F.min).alias("fetch_pos"),
-        of(_FETCH, "off").alias("fetch_off"),
+        *[
+            F.expr(expression)
+            for expression in (
+                f"count_if(role = {_SELF}) AS self_n",
+                f"{of(_SELF, 'pos')} AS self_pos",
+                f"{of(_SELF, 'read')} AS self_read",
+                f"{of(_SELF, 'ord')} AS self_ord",
+                f"{of(_SELF, 'odd')} AS self_odd",
+                f"count_if(role = {_NEXT}) AS prev_n",
+                f"{of(_NEXT, 'pos')} AS prev_pos",
+                f"{of(_NEXT, 'read')} AS prev_read",
+                f"{of(_NEXT, 'ord')} AS prev_ord",
+                f"count_if(role = {_COMMIT}) AS commit_n",
+                f"{of(_COMMIT, 'pos', 'min')} AS commit_lo",
+                f"{of(_COMMIT, 'pos')} AS commit_hi",
+                f"count_if(role = {_FETCH}) AS fetch_n",
+                f"{of(_FETCH, 'pos', 'min')} AS fetch_pos",
+                f"{of(_FETCH, 'off')} AS fetch_off",
+            )
+        ]
     )
 
 
@@ -173,63 +167,59 @@ def partition_inputs(rows: DataFrame) -> tuple[DataFrame, list[Column]]:
     # after it) and aggregates every row twice; the one action's other aggregation, the
     # per-run totals, keeps its own (measured in docs/spark.md)
     p = _pairs(rows.repartition(*[F.col(key) for key in _PAIR_KEYS]))
-    k = F.col("k")
-    single = F.col("self_n") == 1
-    prev = F.col("prev_n") == 1
-    self_read = F.col("self_read")
-    prev_read = F.col("prev_read")
-    record_open = single & (
-        F.coalesce(F.col("self_odd"), F.lit(False))
-        | (F.col("prev_n") > 1)
-        | (prev & (F.col("self_pos") <= F.col("prev_pos")))
-        | (prev_read.isNotNull() & self_read.isNotNull() & (self_read <= prev_read))
+    single = "self_n = 1"
+    prev = "prev_n = 1"
+    record_open = (
+        f"({single} AND (coalesce(self_odd, false) OR prev_n > 1"
+        f" OR ({prev} AND self_pos <= prev_pos)"
+        " OR (prev_read IS NOT NULL AND self_read IS NOT NULL AND self_read <= prev_read)))"
     )
     # a commit of c follows the read of c - 1 (or c is 0) and precedes the read of c
-    commit_open = (F.col("commit_n") > 0) & (
-        ~((k == 0) | (prev & prev_read.isNotNull() & (prev_read < F.col("commit_lo"))))
-        | (self_read.isNotNull() & (F.col("commit_hi") >= self_read))
+    commit_open = (
+        f"(commit_n > 0 AND (NOT (k = 0 OR ({prev} AND prev_read IS NOT NULL"
+        " AND prev_read < commit_lo))"
+        " OR (self_read IS NOT NULL AND commit_hi >= self_read)))"
     )
-    first = single & self_read.isNotNull() & prev_read.isNull()
-    head = single & F.col("self_ord").isNotNull() & F.col("prev_ord").isNull()
-    flagged = p.select(
+    first = f"({single} AND self_read IS NOT NULL AND prev_read IS NULL)"
+    head = f"({single} AND self_ord IS NOT NULL AND prev_ord IS NULL)"
+    flagged = p.selectExpr(
         "run",
         "pno",
-        F.when(single, k).alias("i_off"),
-        single.alias("i_record"),
-        (F.col("self_n") > 1).alias("i_twice"),
-        F.coalesce(record_open | commit_open, F.lit(False)).alias("i_open"),
-        first.alias("i_first"),
-        F.when(first, self_read).alias("i_first_pos"),
-        F.when(first, k).alias("i_first_off"),
-        (single & self_read.isNotNull()).alias("i_read"),
-        ((F.col("commit_n") > 0) & (k == 0) & self_read.isNull()).alias("i_zero"),
+        f"CASE WHEN {single} THEN k END AS i_off",
+        f"{single} AS i_record",
+        "self_n > 1 AS i_twice",
+        f"coalesce({record_open} OR {commit_open}, false) AS i_open",
+        f"{first} AS i_first",
+        f"CASE WHEN {first} THEN self_read END AS i_first_pos",
+        f"CASE WHEN {first} THEN k END AS i_first_off",
+        f"({single} AND self_read IS NOT NULL) AS i_read",
+        "(commit_n > 0 AND k = 0 AND self_read IS NULL) AS i_zero",
         "fetch_n",
         "fetch_pos",
         "fetch_off",
-        head.alias("i_head"),
-        F.coalesce(
-            F.col("self_ord").isNotNull()
-            & F.col("prev_ord").isNotNull()
-            & (F.col("self_ord") <= F.col("prev_ord")),
-            F.lit(False),
-        ).alias("i_unordered"),
+        f"{head} AS i_head",
+        "coalesce(self_ord IS NOT NULL AND prev_ord IS NOT NULL AND self_ord <= prev_ord, false)"
+        " AS i_unordered",
     )
     aggregates = [
-        F.count_if(F.col("i_record")).alias("p_records"),
-        F.min("i_off").alias("p_low"),
-        F.max("i_off").alias("p_high"),
-        F.count_if(F.col("i_open")).alias("p_open"),
-        F.count_if(F.col("i_twice")).alias("p_twice"),
-        F.count_if(F.col("i_first")).alias("p_firsts"),
-        F.min("i_first_pos").alias("p_first_pos"),
-        F.min("i_first_off").alias("p_first_off"),
-        F.count_if(F.col("i_read")).alias("p_reads"),
-        F.count_if(F.col("i_zero")).alias("p_zero"),
-        F.sum("fetch_n").alias("p_fetches"),
-        F.min("fetch_pos").alias("p_fetch_pos"),
-        F.max("fetch_off").alias("p_fetch_off"),
-        F.count_if(F.col("i_head")).alias("p_heads"),
-        F.count_if(F.col("i_unordered")).alias("p_unordered"),
+        F.expr(expression)
+        for expression in (
+            "count_if(i_record) AS p_records",
+            "min(i_off) AS p_low",
+            "max(i_off) AS p_high",
+            "count_if(i_open) AS p_open",
+            "count_if(i_twice) AS p_twice",
+            "count_if(i_first) AS p_firsts",
+            "min(i_first_pos) AS p_first_pos",
+            "min(i_first_off) AS p_first_off",
+            "count_if(i_read) AS p_reads",
+            "count_if(i_zero) AS p_zero",
+            "sum(fetch_n) AS p_fetches",
+            "min(fetch_pos) AS p_fetch_pos",
+            "max(fetch_off) AS p_fetch_off",
+            "count_if(i_head) AS p_heads",
+            "count_if(i_unordered) AS p_unordered",
+        )
     ]
     return flagged, aggregates
 

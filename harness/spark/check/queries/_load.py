@@ -376,21 +376,35 @@ def _scanned(spark: SparkSession, runs: tuple[RunSource, ...]) -> DataFrame:
     )
 
 
+# The constant expressions of the annotation are written as SQL text: one call into the
+# JVM each, where building them from columns made thousands (about half a second of the
+# driver's per check, measured in docs/spark.md). They name only the history's own columns
+# and this module's constants, never a value from a history.
+
+
+def _sql_string(value: str) -> str:
+    """``value``, one of this module's constant names, as a SQL string literal."""
+    if not value.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"not a constant name: {value!r}")
+    return f"'{value}'"
+
+
 def _kind_code() -> Column:
     """The code of an event's kind (null for an unknown kind), frequent kinds tested first."""
-    kind = F.col("kind")
-    code = cases(
-        (kind == event_kind.value, _K[event_kind])
-        for event_kind in (*_FREQUENT_FIRST, *[k for k in EventKind if k not in _FREQUENT_FIRST])
-    )
-    assert code is not None
-    return code
+    kinds = (*_FREQUENT_FIRST, *[k for k in EventKind if k not in _FREQUENT_FIRST])
+    tests = " ".join(f"WHEN kind = {_sql_string(k.value)} THEN {_K[k]}" for k in kinds)
+    return F.expr(f"CASE {tests} END")
+
+
+def _detail_is(kind: int, detail: str) -> str:
+    """The SQL test of an event of kind code ``kind`` (any kind if negative) with ``detail``."""
+    test = f"coalesce(detail = {_sql_string(detail)}, false)"
+    return test if kind < 0 else f"(kc = {kind} AND {test})"
 
 
 def _compact(raw: DataFrame) -> DataFrame:
     """The columns of :attr:`QueryContext.events` from the annotated events."""
-    kc = F.col("kc")
-    return raw.select(
+    return raw.selectExpr(
         "run",
         "pos",
         "kc",
@@ -406,23 +420,11 @@ def _compact(raw: DataFrame) -> DataFrame:
         "value",
         "output_id",
         "txn",
-        (
-            (kc == APPEND) & F.coalesce(F.col("detail") == AppendDetail.POISON.value, F.lit(False))
-        ).alias("poison"),
-        F.coalesce(F.col("detail") == ReadDetail.REDELIVERED.value, F.lit(False)).alias(
-            "redelivered"
-        ),
-        (
-            (kc == APPEND) & F.coalesce(F.col("detail") == AppendDetail.RESENT.value, F.lit(False))
-        ).alias("resent"),
-        (
-            (kc == INDETERMINATE)
-            | (
-                (kc == APPEND)
-                & F.coalesce(F.col("detail") == AppendDetail.RETRIED.value, F.lit(False))
-            )
-        ).alias("local_only"),
-        F.when(kc == END, F.col("detail")).alias("ed"),
+        f"{_detail_is(APPEND, AppendDetail.POISON.value)} AS poison",
+        f"{_detail_is(-1, ReadDetail.REDELIVERED.value)} AS redelivered",
+        f"{_detail_is(APPEND, AppendDetail.RESENT.value)} AS resent",
+        f"(kc = {INDETERMINATE} OR {_detail_is(APPEND, AppendDetail.RETRIED.value)}) AS local_only",
+        f"CASE WHEN kc = {END} THEN detail END AS ed",
         "bad",
     )
 
@@ -430,42 +432,26 @@ def _compact(raw: DataFrame) -> DataFrame:
 def _bad() -> Column:
     """True when the event breaks any per-event rule of the validator (a flat test: which
     rules and in which order is :func:`with_flags`'s business, for the messages)."""
-    kc = F.col("kc")
-    sk = F.col("sk")
-    missing: Column | None = None
-    for kind, fields in REQUIRED_FIELDS.items():
-        test = F.lit(False)
-        for name in fields:
-            test = test | F.col(name).isNull()
-        missing = (
-            F.when(kc == _K[kind], test) if missing is None else missing.when(kc == _K[kind], test)
-        )
-    assert missing is not None
-    part = F.col("part")
-    parts = F.col("parts")
-    bad = (
-        F.col("index").isNull()
-        | (F.col("index") != F.col("pos"))
-        | missing.otherwise(True)
-        | (F.col("offset") < 0)
-        | (part < 0)
-        | (parts < 1)
-        | (part >= parts)
-        | (F.col("partition").isNotNull() & F.col("pno").isNull())
-        | (kc.isin(EMIT, PUT, OBSERVE) & sk.isNull())
-        | ((kc == PUT) & (sk.bitwiseAND(SINK_TABLE) == 0))
-        | (
-            (kc == OBSERVE)
-            & (sk.bitwiseAND(SINK_LOG) != 0)
-            & (F.col("output_id").isNull() | part.isNull())
-        )
-        | (
-            (kc == OBSERVE)
-            & (sk.bitwiseAND(SINK_TABLE) != 0)
-            & (F.col("output_id").isNotNull() | F.col("key").isNull() | F.col("value").isNull())
-        )
+    missing = " ".join(
+        f"WHEN kc = {_K[kind]} THEN ({' OR '.join(f'`{n}` IS NULL' for n in fields) or 'false'})"
+        for kind, fields in REQUIRED_FIELDS.items()
     )
-    return F.coalesce(bad, F.lit(False))
+    tests = [
+        "`index` IS NULL",
+        "`index` != pos",
+        f"CASE {missing} ELSE true END",
+        "`offset` < 0",
+        "part < 0",
+        "parts < 1",
+        "part >= parts",
+        "(`partition` IS NOT NULL AND pno IS NULL)",
+        f"(kc IN ({EMIT}, {PUT}, {OBSERVE}) AND sk IS NULL)",
+        f"(kc = {PUT} AND (sk & {SINK_TABLE}) = 0)",
+        f"(kc = {OBSERVE} AND (sk & {SINK_LOG}) != 0 AND (output_id IS NULL OR part IS NULL))",
+        f"(kc = {OBSERVE} AND (sk & {SINK_TABLE}) != 0"
+        " AND (output_id IS NOT NULL OR `key` IS NULL OR `value` IS NULL))",
+    ]
+    return F.expr(f"coalesce({' OR '.join(tests)}, false)")
 
 
 PROBLEM_FLAGS: Final = (

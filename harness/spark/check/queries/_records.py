@@ -260,9 +260,9 @@ def fused(context: QueryContext) -> Fused:
     with context.setting(_BYPASS_PARTIAL, "true"):
         # kept lazily: the one action below stores the groups as it reads them, for phase two
         groups = context.keep(_groups(context, needs(context)), eager=False)
-    record = F.col("grain") == RECORD
-    control = F.col("grain") == CONTROL
-    pairs, per_partition = partition_inputs(pair_rows(groups, record, control))
+    pairs, per_partition = partition_inputs(
+        pair_rows(groups, f"grain = {RECORD}", f"grain = {CONTROL}")
+    )
     # one action: the run's totals (the groups' row, partition null) and each partition's
     # certificate findings (the pairs' rows) in one aggregation, one row each collected;
     # planned with a partial aggregation before its shuffle, which folds the groups' rows
@@ -328,34 +328,33 @@ def _grained(context: QueryContext, needs: Needs) -> DataFrame:
     """Every event with its grain and group keys, and only the columns the groups need (and
     the table inputs' copies, :func:`_with_inputs`, when ``needs`` says some run has an
     aggregated table sink)."""
-    kc = F.col("kc")
-    sk = F.col("sk")
-    log_observe = (kc == OBSERVE) & (sk.bitwiseAND(SINK_LOG) != 0)
-    table_observe = (kc == OBSERVE) & (sk.bitwiseAND(SINK_TABLE) != 0)
-    record = F.col("record_id").isNotNull() & (kc.isin(APPEND, ACK, READ, EMIT) | log_observe)
-    null_observe = log_observe & F.col("record_id").isNull()
-    grain = (
-        F.when(record, RECORD)
-        .when(table_observe, TABLE)
-        .when(kc.isin(*_CONTROL_KINDS) | null_observe, CONTROL)
-        .otherwise(REST)
+    log_observe = f"(kc = {OBSERVE} AND (sk & {SINK_LOG}) != 0)"
+    table_observe = f"(kc = {OBSERVE} AND (sk & {SINK_TABLE}) != 0)"
+    record = (
+        f"(record_id IS NOT NULL AND (kc IN ({APPEND}, {ACK}, {READ}, {EMIT}) OR {log_observe}))"
     )
-    events = context.events.select(
+    null_observe = f"({log_observe} AND record_id IS NULL)"
+    control = ", ".join(str(code) for code in _CONTROL_KINDS)
+    grain = (
+        f"CASE WHEN {record} THEN {RECORD} WHEN {table_observe} THEN {TABLE}"
+        f" WHEN kc IN ({control}) OR {null_observe} THEN {CONTROL} ELSE {REST} END"
+    )
+    events = context.events.selectExpr(
         "run",
-        grain.alias("grain"),
+        f"{grain} AS grain",
         "pos",
         "kc",
         "pno",
-        "offset",
+        "`offset`",
         "parts",
         "part",
         "record_id",
-        "key",
+        "`key`",
         "sink",
         "sk",
-        "value",
+        "`value`",
         "process",
-        F.when(kc == APPEND, F.col("poison")).alias("poison"),
+        f"CASE WHEN kc = {APPEND} THEN poison END AS poison",
         "redelivered",
         "resent",
         "local_only",
@@ -364,25 +363,21 @@ def _grained(context: QueryContext, needs: Needs) -> DataFrame:
     )
     if needs.tables:
         events = _with_inputs(context, events)
-    grain = F.col("grain")
-    return events.select(
+    own = ", ".join(
+        [
+            f"'gs', CASE WHEN grain = {TABLE} THEN sink"
+            f" WHEN grain = {CONTROL} AND kc = {END} THEN ed END",
+            f"'g_agg', (grain = {TABLE} AND (sk & {_AGGREGATED}) != 0)",
+            *[f"'e_{n}', CASE WHEN grain = {CONTROL} THEN `{c}` END" for n, c in _OWN.items()],
+        ]
+    )
+    return events.selectExpr(
         "*",
-        F.when(grain == RECORD, F.col("record_id")).when(grain == TABLE, F.col("key")).alias("gk"),
-        F.when(grain == CONTROL, F.col("pos"))
-        .when(grain == REST, F.col("pos") % _BUCKETS)
-        .alias("gp"),
-        F.when(
-            grain.isin(TABLE, CONTROL),
-            F.struct(
-                F.when(grain == TABLE, F.col("sink"))
-                .when((grain == CONTROL) & (kc == END), F.col("ed"))
-                .alias("gs"),
-                ((grain == TABLE) & (sk.bitwiseAND(_AGGREGATED) != 0)).alias("g_agg"),
-                *[F.when(grain == CONTROL, F.col(c)).alias(f"e_{n}") for n, c in _OWN.items()],
-            ),
-        ).alias("own"),
-        F.when((grain == RECORD) & (kc == OBSERVE), F.col("part")).alias("opart"),
-        ((grain == RECORD) & (kc == OBSERVE) & (sk.bitwiseAND(SINK_ORDERED) != 0)).alias("ordered"),
+        f"CASE WHEN grain = {RECORD} THEN record_id WHEN grain = {TABLE} THEN `key` END AS gk",
+        f"CASE WHEN grain = {CONTROL} THEN pos WHEN grain = {REST} THEN pos % {_BUCKETS} END AS gp",
+        f"CASE WHEN grain IN ({TABLE}, {CONTROL}) THEN named_struct({own}) END AS own",
+        f"CASE WHEN grain = {RECORD} AND kc = {OBSERVE} THEN part END AS opart",
+        f"(grain = {RECORD} AND kc = {OBSERVE} AND (sk & {SINK_ORDERED}) != 0) AS `ordered`",
     )
 
 
@@ -469,66 +464,74 @@ def _groups(context: QueryContext, needs: Needs) -> DataFrame:
     return _with_facts(grouped)
 
 
-def _when(kind: int, column: str) -> Column:
-    return F.when(F.col("kc") == kind, F.col(column))
+# The groups' aggregates and derived facts, and the run totals, are SQL text: one call into
+# the JVM per aggregate instead of dozens (the driver built phase one's plan in about a second
+# before, measured in docs/spark.md). They name only columns and this module's constants.
 
 
-def _bit(condition: Column) -> Column:
+def _when(kind: int, column: str) -> str:
+    return f"CASE WHEN kc = {kind} THEN `{column}` END"
+
+
+def _bit(condition: str) -> str:
     """The bit of the observed part (below :data:`_BITS`) where ``condition`` holds."""
-    return F.when(
-        condition & (F.col("opart") < _BITS),
-        F.expr("shiftleft(cast(1 as bigint), cast(opart as int))"),
+    return (
+        f"CASE WHEN ({condition}) AND opart < {_BITS}"
+        " THEN shiftleft(cast(1 as bigint), cast(opart as int)) END"
     )
+
+
+def _sql(*expressions: str) -> list[Column]:
+    return [F.expr(expression) for expression in expressions]
 
 
 def _event_aggregates(needs: Needs) -> list[Column]:
     """Per group, the facts of its events (those of table and ordered sinks only if
     ``needs`` says some run has such a sink)."""
-    kc = F.col("kc")
-    pos = F.col("pos")
-    matched = kc.isin(ACK, READ)
-    observed = F.col("opart").isNotNull()
-    ordered = F.col("ordered")
+    matched = f"kc IN ({ACK}, {READ})"
+
+    def among(how: str, test: str, column: str) -> str:
+        return f"{how}(CASE WHEN {test} THEN `{column}` END)"
+
     facts = [
-        F.count_if(kc == APPEND).alias("n_app"),
-        F.min(_when(APPEND, "pos")).alias("app_pos"),
-        F.max(_when(APPEND, "pno")).alias("app_pno"),
-        F.max(_when(APPEND, "offset")).alias("app_off"),
-        F.max(_when(APPEND, "value")).alias("app_value"),
-        F.max("poison").alias("poison"),
-        F.count_if(kc == ACK).alias("ack_n"),
-        F.min(_when(ACK, "pos")).alias("ack_first"),
-        F.count_if(matched).alias("ar_n"),
-        F.min(F.when(matched, pos)).alias("ar_pos"),
-        F.min(F.when(matched, F.col("pno"))).alias("ar_pno_lo"),
-        F.max(F.when(matched, F.col("pno"))).alias("ar_pno_hi"),
-        F.min(F.when(matched, F.col("offset"))).alias("ar_off_lo"),
-        F.max(F.when(matched, F.col("offset"))).alias("ar_off_hi"),
-        F.count_if(kc == READ).alias("read_n"),
-        F.max(_when(READ, "pos")).alias("read_last"),
-        F.max(_when(READ, "pno")).alias("read_pno"),
-        F.max(_when(READ, "offset")).alias("read_off"),
-        F.max(_when(READ, "process")).alias("read_proc"),
-        F.max(_when(READ, "redelivered")).alias("read_red"),
-        F.max(_when(EMIT, "pos")).alias("emit_last"),
-        F.max(_when(EMIT, "parts")).alias("parts_max"),
-        F.count_if(kc == OBSERVE).alias("obs_n"),
-        F.bit_or(_bit(observed)).alias("omask"),
-        F.max("opart").alias("omax"),
+        f"count_if(kc = {APPEND}) AS n_app",
+        f"min({_when(APPEND, 'pos')}) AS app_pos",
+        f"max({_when(APPEND, 'pno')}) AS app_pno",
+        f"max({_when(APPEND, 'offset')}) AS app_off",
+        f"max({_when(APPEND, 'value')}) AS app_value",
+        "max(poison) AS poison",
+        f"count_if(kc = {ACK}) AS ack_n",
+        f"min({_when(ACK, 'pos')}) AS ack_first",
+        f"count_if({matched}) AS ar_n",
+        f"{among('min', matched, 'pos')} AS ar_pos",
+        f"{among('min', matched, 'pno')} AS ar_pno_lo",
+        f"{among('max', matched, 'pno')} AS ar_pno_hi",
+        f"{among('min', matched, 'offset')} AS ar_off_lo",
+        f"{among('max', matched, 'offset')} AS ar_off_hi",
+        f"count_if(kc = {READ}) AS read_n",
+        f"max({_when(READ, 'pos')}) AS read_last",
+        f"max({_when(READ, 'pno')}) AS read_pno",
+        f"max({_when(READ, 'offset')}) AS read_off",
+        f"max({_when(READ, 'process')}) AS read_proc",
+        f"max({_when(READ, 'redelivered')}) AS read_red",
+        f"max({_when(EMIT, 'pos')}) AS emit_last",
+        f"max({_when(EMIT, 'parts')}) AS parts_max",
+        f"count_if(kc = {OBSERVE}) AS obs_n",
+        f"bit_or({_bit('opart IS NOT NULL')}) AS omask",
+        "max(opart) AS omax",
     ]
     if needs.ordered:
         facts += [
-            F.min(F.when(ordered, pos)).alias("ordered_first"),
-            F.bit_or(_bit(ordered)).alias("ordered_mask"),
-            F.count_if(ordered & (F.col("opart") >= _BITS)).alias("ordered_big"),
+            "min(CASE WHEN `ordered` THEN pos END) AS ordered_first",
+            f"bit_or({_bit('`ordered`')}) AS ordered_mask",
+            f"count_if(`ordered` AND opart >= {_BITS}) AS ordered_big",
         ]
     if needs.tables:
-        observe = kc == OBSERVE
         facts += [
-            F.max_by(F.col("value"), F.when(observe, pos)).alias("t_value"),
-            F.sum(F.when(kc == INPUT, F.col("value"))).alias("t_in"),
+            f"max_by(`value`, CASE WHEN kc = {OBSERVE} THEN pos END) AS t_value",
+            f"sum(CASE WHEN kc = {INPUT} THEN `value` END) AS t_in",
         ]
-    return facts
+    return _sql(*facts)
 
 
 def _unneeded(needs: Needs) -> list[Column]:
@@ -554,14 +557,14 @@ _CONTROL_KINDS: Final = (FETCH, COMMIT, ROLLBACK, TRUNCATE, END, DRAIN, TXN_ABOR
 def _counters() -> list[Column]:
     """The per-group counters the run-wide summary needs beyond the control events' own
     groups (each event is in one group)."""
-    return [
-        F.count_if(~F.col("kc").eqNullSafe(INPUT)).alias("n"),
-        F.count_if(F.col("bad")).alias("bad_events"),
-        F.count_if(F.col("resent")).alias("n_resent"),
-        F.count_if(F.col("local_only")).alias("n_local"),
-        F.min(_when(READ, "process")).alias("read_proc_lo"),
-        F.max("pos").alias("t_pos"),
-    ]
+    return _sql(
+        f"count_if(NOT (kc <=> {INPUT})) AS n",
+        "count_if(bad) AS bad_events",
+        "count_if(resent) AS n_resent",
+        "count_if(local_only) AS n_local",
+        f"min({_when(READ, 'process')}) AS read_proc_lo",
+        "max(pos) AS t_pos",
+    )
 
 
 def _with_facts(grouped: DataFrame) -> DataFrame:
@@ -570,48 +573,43 @@ def _with_facts(grouped: DataFrame) -> DataFrame:
     above :data:`_BITS` are counted exactly by :func:`exact_below` (``below``, ``extra`` or
     ``unacc`` null), and make the record count as showing several parts in an ordered sink
     (the exact nonmonotonic pass runs then)."""
-    n_app = F.col("n_app")
-    parts = F.expr(_PARTS)
-    omax = F.coalesce(F.col("omax"), F.lit(0).cast(_LONG))
-    low_mask = F.expr(f"shiftleft(cast(1 as bigint), cast(least({_PARTS}, {_BITS}) as int)) - 1")
-    mask = F.coalesce(F.col("omask"), F.lit(0).cast(_LONG))
-    small = F.bit_count(mask.bitwiseAND(low_mask)).cast(_LONG)
-    below = F.when(parts <= _BITS, small).when(omax < _BITS, small).otherwise(F.lit(None))
+    zero = "cast(0 as bigint)"
+    none = "cast(null as bigint)"
+    parts = f"({_PARTS})"
+    omax = f"coalesce(omax, {zero})"
+    low_mask = f"(shiftleft(cast(1 as bigint), cast(least({_PARTS}, {_BITS}) as int)) - 1)"
+    mask = f"coalesce(omask, {zero})"
+    small = f"cast(bit_count({mask} & {low_mask}) as bigint)"
     misplaced = (
-        (F.col("ar_pos") < F.col("app_pos"))
-        | (F.col("ar_pno_lo") != F.col("app_pno"))
-        | (F.col("ar_pno_hi") != F.col("app_pno"))
-        | (F.col("ar_off_lo") != F.col("app_off"))
-        | (F.col("ar_off_hi") != F.col("app_off"))
+        "(ar_pos < app_pos OR ar_pno_lo != app_pno OR ar_pno_hi != app_pno"
+        " OR ar_off_lo != app_off OR ar_off_hi != app_off)"
     )
     certificate_bad = (
-        (n_app > 1)
-        | ((n_app == 0) & (F.col("ar_n") > 0))
-        | ((n_app == 1) & (F.col("ar_n") > 0) & misplaced)
+        f"(n_app > 1 OR (n_app = 0 AND ar_n > 0) OR (n_app = 1 AND ar_n > 0 AND {misplaced}))"
     )
     # outputs its rules do not allow (all of a poison record's; parts above its emits'
     # declared ones, rare, counted exactly by exact_below) are unexpected, never copies
-    poison = F.coalesce(F.col("poison"), F.lit(False))
-    beyond = omax >= parts
-    extra = (
-        F.when(poison, F.lit(0).cast(_LONG))
-        .when(beyond | (omax >= _BITS), F.lit(None).cast(_LONG))
-        .otherwise(F.col("obs_n") - F.bit_count(mask).cast(_LONG))
-    )
-    unaccounted = (
-        F.when(poison, F.col("obs_n").cast(_LONG))
-        .when(beyond, F.lit(None).cast(_LONG))
-        .otherwise(F.lit(0).cast(_LONG))
-    )
-    ordered_mask = F.coalesce(F.col("ordered_mask"), F.lit(0).cast(_LONG))
+    poison = "coalesce(poison, false)"
+    beyond = f"({omax} >= {parts})"
     derived = {
         "parts": parts,
         "poison": poison,
-        "below": below.cast(_LONG),
-        "extra": extra,
-        "unacc": unaccounted,
-        "cert_bad": F.coalesce(certificate_bad, F.lit(False)),
-        "ordered_effects": F.bit_count(ordered_mask).cast(_LONG) + F.col("ordered_big"),
+        "below": (
+            f"cast(CASE WHEN {parts} <= {_BITS} THEN {small}"
+            f" WHEN {omax} < {_BITS} THEN {small} ELSE NULL END as bigint)"
+        ),
+        "extra": (
+            f"CASE WHEN {poison} THEN {zero} WHEN {beyond} OR {omax} >= {_BITS} THEN {none}"
+            f" ELSE obs_n - cast(bit_count({mask}) as bigint) END"
+        ),
+        "unacc": (
+            f"CASE WHEN {poison} THEN cast(obs_n as bigint) WHEN {beyond} THEN {none}"
+            f" ELSE {zero} END"
+        ),
+        "cert_bad": f"coalesce({certificate_bad}, false)",
+        "ordered_effects": (
+            f"cast(bit_count(coalesce(ordered_mask, {zero})) as bigint) + ordered_big"
+        ),
     }
     used = (
         "omax",
@@ -625,90 +623,77 @@ def _with_facts(grouped: DataFrame) -> DataFrame:
         "ar_off_lo",
         "ar_off_hi",
     )
-    kept = [name for name in grouped.columns if name not in derived and name not in used]
-    return grouped.select(*kept, *[value.alias(name) for name, value in derived.items()])
+    kept = [f"`{name}`" for name in grouped.columns if name not in derived and name not in used]
+    return grouped.selectExpr(*kept, *[f"{value} AS {name}" for name, value in derived.items()])
 
 
 def _total_aggregates() -> list[Column]:
     """Over the groups of a run: the summary counters and the record totals."""
-    grain = F.col("grain")
-    record = grain == RECORD
-    control = grain == CONTROL
-    kind = F.col("e_kc")
+    record = f"grain = {RECORD}"
 
-    def controls(code: int) -> Column:
-        return control & (kind == code)
+    def controls(code: int) -> str:
+        return f"(grain = {CONTROL} AND e_kc = {code})"
 
-    def at(code: int) -> Column:
-        return F.when(controls(code), F.col("gp"))
+    def at(code: int) -> str:
+        return f"CASE WHEN {controls(code)} THEN gp END"
 
-    fetch_process = F.when(controls(FETCH), F.col("e_proc"))
+    fetch_process = f"CASE WHEN {controls(FETCH)} THEN e_proc END"
     # a key of an aggregated table sink: its last value shown against its inputs' total
-    aggregated = (grain == TABLE) & F.coalesce(F.col("g_agg"), F.lit(False))
-    shown = F.coalesce(F.col("t_value"), F.lit(0).cast(_LONG))
-    expected = F.coalesce(F.col("t_in"), F.lit(0).cast(_LONG))
-    null_observes = F.count_if(controls(OBSERVE))
-    return [
-        F.sum("n").alias("n"),
-        F.sum("bad_events").alias("bad_events"),
-        F.count_if(controls(END)).alias("n_end"),
-        F.max(at(END)).alias("end_pos"),
-        F.max_by(F.when(controls(END), F.col("gs") == _COMPLETE), at(END)).alias("end_complete"),
-        F.count_if(controls(DRAIN)).alias("n_drain"),
-        F.min(at(DRAIN)).alias("drain_pos"),
-        F.count_if(controls(TXN_ABORT)).alias("n_abort"),
-        (F.coalesce(F.sum(F.when(record, F.col("obs_n"))), F.lit(0)) + null_observes).alias(
-            "n_log"
-        ),
-        null_observes.alias("n_null"),
-        F.coalesce(F.sum(F.when(record, F.col("n_app"))), F.lit(0)).alias("n_append"),
-        F.count_if(controls(TRUNCATE)).alias("n_truncate"),
-        F.count_if(controls(ROLLBACK)).alias("n_rollback"),
-        F.coalesce(F.sum("n_resent"), F.lit(0)).alias("n_resent"),
-        F.coalesce(F.sum("n_local"), F.lit(0)).alias("n_local"),
-        F.least(F.min(F.when(record, F.col("read_proc_lo"))), F.min(fetch_process)).alias(
-            "reader_lo"
-        ),
-        F.greatest(F.max(F.when(record, F.col("read_proc"))), F.max(fetch_process)).alias(
-            "reader_hi"
-        ),
+    aggregated = f"(grain = {TABLE} AND coalesce(g_agg, false))"
+    shown = "coalesce(t_value, cast(0 as bigint))"
+    expected = "coalesce(t_in, cast(0 as bigint))"
+    null_observes = f"count_if({controls(OBSERVE)})"
+    return _sql(
+        "sum(n) AS n",
+        "sum(bad_events) AS bad_events",
+        f"count_if({controls(END)}) AS n_end",
+        f"max({at(END)}) AS end_pos",
+        f"max_by(CASE WHEN {controls(END)} THEN gs = '{_COMPLETE}' END, {at(END)}) AS end_complete",
+        f"count_if({controls(DRAIN)}) AS n_drain",
+        f"min({at(DRAIN)}) AS drain_pos",
+        f"count_if({controls(TXN_ABORT)}) AS n_abort",
+        f"coalesce(sum(CASE WHEN {record} THEN obs_n END), 0) + {null_observes} AS n_log",
+        f"{null_observes} AS n_null",
+        f"coalesce(sum(CASE WHEN {record} THEN n_app END), 0) AS n_append",
+        f"count_if({controls(TRUNCATE)}) AS n_truncate",
+        f"count_if({controls(ROLLBACK)}) AS n_rollback",
+        "coalesce(sum(n_resent), 0) AS n_resent",
+        "coalesce(sum(n_local), 0) AS n_local",
+        f"least(min(CASE WHEN {record} THEN read_proc_lo END), min({fetch_process})) AS reader_lo",
+        f"greatest(max(CASE WHEN {record} THEN read_proc END), max({fetch_process})) AS reader_hi",
         *_record_aggregates(record),
-        F.count_if(record & (F.col("read_n") > 1)).alias("multi_read"),
-        F.count_if(record & (F.col("ordered_effects") > 1)).alias("crowded"),
-        F.count_if(record & (F.col("n_app") >= 1) & (F.col("ack_n") == 0) & ~F.col("poison")).alias(
-            "unacked_inputs"
-        ),
-        F.count_if(aggregated & (shown < expected)).alias("under"),
-        F.count_if(aggregated & (shown > expected)).alias("over"),
-    ]
+        f"count_if({record} AND read_n > 1) AS multi_read",
+        f"count_if({record} AND ordered_effects > 1) AS crowded",
+        f"count_if({record} AND n_app >= 1 AND ack_n = 0 AND NOT poison) AS unacked_inputs",
+        f"count_if({aggregated} AND {shown} < {expected}) AS under",
+        f"count_if({aggregated} AND {shown} > {expected}) AS over",
+    )
 
 
 def record_totals(facts: DataFrame) -> dict[int, Any]:
     """The record totals of :class:`Fused` (``bad`` to ``unexpected``) of every run in
     ``facts`` (after :func:`exact_below`), one row per run."""
-    rows = facts.groupBy("run").agg(*_record_aggregates(F.lit(True))).collect()
+    rows = facts.groupBy("run").agg(*_sql(*_record_aggregates("true"))).collect()
     return {int(row["run"]): row for row in rows}
 
 
-def _record_aggregates(record: Column) -> list[Column]:
-    """Per run, over the rows where ``record`` holds: records breaking the validator's
+def _record_aggregates(record: str) -> list[str]:
+    """Per run, over the rows where ``record`` (SQL) holds: records breaking the validator's
     certificate (``bad``), ``acknowledged`` records, ``expected_effects``, ``duplicates``,
     ``lost`` effects, records whose counts need :func:`exact_below` (``unknown``) and records
     with ``unexpected`` outputs."""
-    acked = record & (F.col("ack_n") > 0)
-    kept = acked & ~F.col("poison")
-    missing = F.col("parts") - F.coalesce(F.col("below"), F.lit(0))
+    acked = f"({record} AND ack_n > 0)"
+    kept = f"({acked} AND NOT poison)"
+    missing = "(parts - coalesce(below, 0))"
     return [
-        F.count_if(record & F.col("cert_bad")).alias("bad"),
-        F.count_if(acked).alias("acknowledged"),
-        F.sum(F.when(kept, F.col("parts"))).alias("expected_effects"),
-        F.sum(F.when(acked, F.coalesce(F.col("extra"), F.lit(0)))).alias("duplicates"),
-        F.sum(F.when(kept, missing)).alias("lost"),
-        F.count_if(record & (F.col("below").isNull() | F.col("unacc").isNull())).alias("unknown"),
-        F.count_if(
-            record
-            & (((F.col("ack_n") == 0) & (F.col("obs_n") > 0)) | (acked & (F.col("unacc") > 0)))
-        ).alias("unexpected"),
+        f"count_if({record} AND cert_bad) AS bad",
+        f"count_if({acked}) AS acknowledged",
+        f"sum(CASE WHEN {kept} THEN parts END) AS expected_effects",
+        f"sum(CASE WHEN {acked} THEN coalesce(extra, 0) END) AS duplicates",
+        f"sum(CASE WHEN {kept} THEN {missing} END) AS lost",
+        f"count_if({record} AND (below IS NULL OR unacc IS NULL)) AS unknown",
+        f"count_if({record} AND ((ack_n = 0 AND obs_n > 0) OR ({acked} AND unacc > 0)))"
+        " AS unexpected",
     ]
 
 
