@@ -615,7 +615,9 @@ class _Checker:
             names = self.context.small(
                 [(n, ordered[n][0]) for n in simple], "run int, sink_name string"
             )
-            pairs = q.nonmonotonic_from_facts(self.context, facts, simple).join(
+            # only the partitions phase one's certificate of the sink left open
+            opened = {n: fused.totals[n]["sink_open_pnos"] for n in simple}
+            pairs = q.nonmonotonic_from_facts(self.context, facts, opened).join(
                 F.broadcast(names), "run"
             )
             frames.append(_pairs(pairs.drop("sink").withColumnRenamed("sink_name", "sink")))

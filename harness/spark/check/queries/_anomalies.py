@@ -4,7 +4,7 @@ offset-regression, nonmonotonic-poll), ordered sinks (nonmonotonic), table aggre
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from pyspark.sql import Column, DataFrame, Window
@@ -77,21 +77,33 @@ def observe_rows(
 
 
 def nonmonotonic_from_facts(
-    context: QueryContext, facts: DataFrame, runs: Sequence[int]
+    context: QueryContext, facts: DataFrame, partitions: Mapping[int, Iterable[int | None]]
 ) -> DataFrame:
     """:func:`nonmonotonic` for runs with a single ordered log sink where no record shows
     more than one part in it: then each record's first observe there is its only first
     occurrence, and the pairs come from the facts alone (one shuffle and sort of the
-    records, no scan; lazily: they are ranked with the other kinds'). ``sink`` is null in
-    the result (the caller knows the one sink)."""
+    records, no scan; lazily: they are ranked with the other kinds'). ``partitions`` maps
+    each run to the partitions to judge (``None``: its undeclared ones), the others being
+    those phase one's certificate of the ordered sink covers, where no pair is out of order
+    (:mod:`._certify`): so a lost record costs the sort of its partition, not of its run.
+    ``sink`` is null in the result (the caller knows the one sink)."""
+    places = context.small(
+        [(run, pno) for run, pnos in partitions.items() for pno in pnos],
+        "o_run int, o_pno int",
+    )
     first = facts.where(
-        F.col("run").isin(*runs) & (F.col("n_app") >= 1) & F.col("ordered_first").isNotNull()
+        F.col("run").isin(*partitions) & (F.col("n_app") >= 1) & F.col("ordered_first").isNotNull()
     ).select(
         "run",
         "record_id",
         F.col("app_pno").alias("pno"),
         F.col("app_off").alias("off"),
         F.col("ordered_first").alias("pos"),
+    )
+    first = first.join(
+        F.broadcast(places),
+        (F.col("run") == F.col("o_run")) & F.col("pno").eqNullSafe(F.col("o_pno")),
+        "left_semi",
     )
     stream = Window.partitionBy("run", "pno").orderBy("pos")
     pairs = first.select(

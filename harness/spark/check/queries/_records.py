@@ -249,8 +249,9 @@ def fused(context: QueryContext) -> Fused:
     and a small one for the detail of a last ``end`` that is not ``complete``); the groups
     stay kept for the later queries, until :meth:`QueryContext.release`. ``totals`` also
     holds per run ``order_open`` and ``sink_open`` (a partition the order certificate, or the
-    ordered sink's, does not cover) and ``under`` and ``over`` (keys of aggregated table
-    sinks below and above their expected value)."""
+    ordered sink's, does not cover), ``sink_open_pnos`` (the partitions the ordered sink's
+    does not cover, ``None`` for undeclared ones) and ``under`` and ``over`` (keys of
+    aggregated table sinks below and above their expected value)."""
     from harness.spark.check.queries._certify import open_partition, pair_rows, partition_inputs
 
     # the groups' aggregation, planned in this block (a kept frame is planned when kept),
@@ -283,6 +284,10 @@ def fused(context: QueryContext) -> Fused:
         order, sink = open_partition(row.asDict())
         entry["order_open"] = entry.get("order_open", False) or order
         entry["sink_open"] = entry.get("sink_open", False) or sink
+        opened = entry.setdefault("sink_open_pnos", set())
+        if sink:
+            # the totals' row (partition null) also holds the pairs of undeclared partitions
+            opened.add(row["pno"])
     rows = {run: row for run, row in rows.items() if row.get("n")}
     # the detail of a run's last end: "complete" from the totals, any other read back
     ends = [row["end_pos"] for row in rows.values() if row["end_complete"] is False]
