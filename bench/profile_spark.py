@@ -7,7 +7,10 @@ a small generated history untimed (JVM start and JIT), then checks ``HISTORY`` (
 ``bench_spark.py --keep`` leaves in its ``--dir``) and prints, per action (``collect``,
 ``localCheckpoint``, ...), the wall seconds, the driver JVM's CPU seconds (user + system from
 ``/proc``: less sensitive than wall time to other work on a shared machine) and the checker
-functions that ran it. ``--frames`` also computes each occurrence frame of the ranking query
+functions that ran it. The check's line also gives the seconds the JVM's JIT compilers spent
+in it (its compilation bean: on a 2-core machine they take CPU from the tasks, and a first
+check at a size pays most of them) and the py4j calls the driver made (each column built in
+Python is a few). ``--frames`` also computes each occurrence frame of the ranking query
 on its own first (a no-op write), to split that query's time by anomaly kind (each line
 names the kinds the frame found: none for a frame with no rows); the frames are then
 computed twice, so the total is inflated. ``--stages`` also prints every Spark stage of the
@@ -58,6 +61,21 @@ def _timed(cls: Any, name: str, pid: int, log: list[str]) -> None:
             )
 
     setattr(cls, name, action)
+
+
+def _count_calls() -> list[int]:
+    """A one-item list that counts every py4j call from now on (the driver's chatter)."""
+    from py4j.clientserver import JavaClient
+
+    count = [0]
+    original = JavaClient.send_command
+
+    def send_command(self: Any, *args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return original(self, *args, **kwargs)
+
+    JavaClient.send_command = send_command  # type: ignore[method-assign]
+    return count
 
 
 def _split_frames(pid: int, log: list[str]) -> None:
@@ -160,15 +178,19 @@ def main(argv: list[str] | None = None) -> int:
         generate_history(warm, records=40_000, plan=Plan(lost=3, duplicated=3))
         check_parquet(warm, Guarantee.EXACTLY_ONCE, spark=spark)
     print("load average at start (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
+    jit = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getCompilationMXBean()  # type: ignore[union-attr]
+    calls = _count_calls()
     for _ in range(args.repeat):
         log.clear()
         since = time.time() * 1000
+        compiled, called = jit.getTotalCompilationTime(), calls[0]
         start, cpu = time.perf_counter(), _cpu(pid)
         result = check_parquet(args.history, Guarantee.EXACTLY_ONCE, spark=spark)
         elapsed = time.perf_counter() - start
         print(
-            f"check: {elapsed:.1f} s, driver JVM {_cpu(pid) - cpu:.1f} cpu-s, "
-            f"{result.jobs} Spark jobs, status {result.status.value}"
+            f"check: {elapsed:.1f} s, driver JVM {_cpu(pid) - cpu:.1f} cpu-s (JIT compiling "
+            f"{(jit.getTotalCompilationTime() - compiled) / 1000:.1f} s), {calls[0] - called:,} "
+            f"py4j calls, {result.jobs} Spark jobs, status {result.status.value}"
         )
         print("\n".join(log))
         if args.stages:
