@@ -4,7 +4,7 @@ offset-regression, nonmonotonic-poll), ordered sinks (nonmonotonic), table aggre
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
 from pyspark.sql import Column, DataFrame, Window
@@ -77,7 +77,7 @@ def observe_rows(
 
 
 def nonmonotonic_from_facts(
-    context: QueryContext, facts: DataFrame, partitions: Mapping[int, Iterable[int | None]]
+    context: QueryContext, facts: DataFrame, partitions: Mapping[int, Collection[int | None]]
 ) -> DataFrame:
     """:func:`nonmonotonic` for runs with a single ordered log sink where no record shows
     more than one part in it: then each record's first observe there is its only first
@@ -87,10 +87,6 @@ def nonmonotonic_from_facts(
     those phase one's certificate of the ordered sink covers, where no pair is out of order
     (:mod:`._certify`): so a lost record costs the sort of its partition, not of its run.
     ``sink`` is null in the result (the caller knows the one sink)."""
-    places = context.small(
-        [(run, pno) for run, pnos in partitions.items() for pno in pnos],
-        "o_run int, o_pno int",
-    )
     first = facts.where(
         F.col("run").isin(*partitions) & (F.col("n_app") >= 1) & F.col("ordered_first").isNotNull()
     ).select(
@@ -100,11 +96,7 @@ def nonmonotonic_from_facts(
         F.col("app_off").alias("off"),
         F.col("ordered_first").alias("pos"),
     )
-    first = first.join(
-        F.broadcast(places),
-        (F.col("run") == F.col("o_run")) & F.col("pno").eqNullSafe(F.col("o_pno")),
-        "left_semi",
-    )
+    first = first.where(_in_places(partitions))
     stream = Window.partitionBy("run", "pno").orderBy("pos")
     pairs = first.select(
         "*",
@@ -115,6 +107,28 @@ def nonmonotonic_from_facts(
     ).where(F.col("off") < F.col("prev_off"))
     del context
     return pairs
+
+
+def _in_places(partitions: Mapping[int, Collection[int | None]]) -> str:
+    """The SQL test of a row whose ``run`` and ``pno`` are among ``partitions`` (run ->
+    partition numbers, ``None`` for the undeclared ones): numbers only, spliced as such; a
+    set of literal structs, which Spark tests by a hash set, not a chain of ORs."""
+    pairs = sorted(
+        {
+            (int(run), int(pno))
+            for run, pnos in partitions.items()
+            for pno in pnos
+            if pno is not None
+        }
+    )
+    undeclared = sorted({int(run) for run, pnos in partitions.items() if None in pnos})
+    tests = ["false"]
+    if pairs:
+        listed = ", ".join(f"named_struct('r', {run}, 'p', {pno})" for run, pno in pairs)
+        tests.append(f"named_struct('r', run, 'p', pno) IN ({listed})")
+    if undeclared:
+        tests.append(f"(pno IS NULL AND run IN ({', '.join(map(str, undeclared))}))")
+    return " OR ".join(tests)
 
 
 def nonmonotonic(context: QueryContext, runs: Sequence[int]) -> DataFrame:
