@@ -50,7 +50,7 @@ from typing import Any, Final
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from harness.spark.check.queries._load import COMMIT, FETCH
+from harness.spark.check.queries._load import COMMIT, FETCH, sql
 
 __all__ = ["PARTITION_COLUMNS", "open_partition", "pair_rows", "partition_inputs"]
 
@@ -116,26 +116,23 @@ def _pairs(rows: DataFrame) -> DataFrame:
         return f"{how}(CASE WHEN role = {which} THEN `{column}` END)"
 
     return rows.groupBy(*_PAIR_KEYS).agg(
-        *[
-            F.expr(expression)
-            for expression in (
-                f"count_if(role = {_SELF}) AS self_n",
-                f"{of(_SELF, 'pos')} AS self_pos",
-                f"{of(_SELF, 'read')} AS self_read",
-                f"{of(_SELF, 'ord')} AS self_ord",
-                f"{of(_SELF, 'odd')} AS self_odd",
-                f"count_if(role = {_NEXT}) AS prev_n",
-                f"{of(_NEXT, 'pos')} AS prev_pos",
-                f"{of(_NEXT, 'read')} AS prev_read",
-                f"{of(_NEXT, 'ord')} AS prev_ord",
-                f"count_if(role = {_COMMIT}) AS commit_n",
-                f"{of(_COMMIT, 'pos', 'min')} AS commit_lo",
-                f"{of(_COMMIT, 'pos')} AS commit_hi",
-                f"count_if(role = {_FETCH}) AS fetch_n",
-                f"{of(_FETCH, 'pos', 'min')} AS fetch_pos",
-                f"{of(_FETCH, 'off')} AS fetch_off",
-            )
-        ]
+        *sql(
+            f"count_if(role = {_SELF}) AS self_n",
+            f"{of(_SELF, 'pos')} AS self_pos",
+            f"{of(_SELF, 'read')} AS self_read",
+            f"{of(_SELF, 'ord')} AS self_ord",
+            f"{of(_SELF, 'odd')} AS self_odd",
+            f"count_if(role = {_NEXT}) AS prev_n",
+            f"{of(_NEXT, 'pos')} AS prev_pos",
+            f"{of(_NEXT, 'read')} AS prev_read",
+            f"{of(_NEXT, 'ord')} AS prev_ord",
+            f"count_if(role = {_COMMIT}) AS commit_n",
+            f"{of(_COMMIT, 'pos', 'min')} AS commit_lo",
+            f"{of(_COMMIT, 'pos')} AS commit_hi",
+            f"count_if(role = {_FETCH}) AS fetch_n",
+            f"{of(_FETCH, 'pos', 'min')} AS fetch_pos",
+            f"{of(_FETCH, 'off')} AS fetch_off",
+        )
     )
 
 
@@ -201,26 +198,23 @@ def partition_inputs(rows: DataFrame) -> tuple[DataFrame, list[Column]]:
         "coalesce(self_ord IS NOT NULL AND prev_ord IS NOT NULL AND self_ord <= prev_ord, false)"
         " AS i_unordered",
     )
-    aggregates = [
-        F.expr(expression)
-        for expression in (
-            "count_if(i_record) AS p_records",
-            "min(i_off) AS p_low",
-            "max(i_off) AS p_high",
-            "count_if(i_open) AS p_open",
-            "count_if(i_twice) AS p_twice",
-            "count_if(i_first) AS p_firsts",
-            "min(i_first_pos) AS p_first_pos",
-            "min(i_first_off) AS p_first_off",
-            "count_if(i_read) AS p_reads",
-            "count_if(i_zero) AS p_zero",
-            "sum(fetch_n) AS p_fetches",
-            "min(fetch_pos) AS p_fetch_pos",
-            "max(fetch_off) AS p_fetch_off",
-            "count_if(i_head) AS p_heads",
-            "count_if(i_unordered) AS p_unordered",
-        )
-    ]
+    aggregates = sql(
+        "count_if(i_record) AS p_records",
+        "min(i_off) AS p_low",
+        "max(i_off) AS p_high",
+        "count_if(i_open) AS p_open",
+        "count_if(i_twice) AS p_twice",
+        "count_if(i_first) AS p_firsts",
+        "min(i_first_pos) AS p_first_pos",
+        "min(i_first_off) AS p_first_off",
+        "count_if(i_read) AS p_reads",
+        "count_if(i_zero) AS p_zero",
+        "sum(fetch_n) AS p_fetches",
+        "min(fetch_pos) AS p_fetch_pos",
+        "max(fetch_off) AS p_fetch_off",
+        "count_if(i_head) AS p_heads",
+        "count_if(i_unordered) AS p_unordered",
+    )
     return flagged, aggregates
 
 

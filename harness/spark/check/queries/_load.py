@@ -306,6 +306,13 @@ _INLINE_CODES: Final = 64
 """Up to this many names, their codes are looked up by an expression, not a join."""
 
 
+def sql(*expressions: str) -> list[Column]:
+    """Columns from SQL text (``"expression AS name"``): one call into the JVM each, where a
+    column built from functions and operators makes one per node. For expressions over
+    column names and the checker's constants only: a value from a history is a literal."""
+    return [F.expr(expression) for expression in expressions]
+
+
 def cases(pairs: Iterable[tuple[Column, Any]]) -> Column | None:
     """``CASE WHEN test THEN value ... END`` over ``pairs`` in order (null where no test
     holds), or None for no pairs: the expression the queries use instead of a small join."""

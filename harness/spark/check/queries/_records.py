@@ -55,6 +55,7 @@ from harness.spark.check.queries._load import (
     TXN_ABORT,
     QueryContext,
     cases,
+    sql,
 )
 
 __all__ = ["FACT_COLUMNS", "Fused", "Summary", "exact_below", "fused", "record_totals"]
@@ -486,10 +487,6 @@ def _bit(condition: str) -> str:
     )
 
 
-def _sql(*expressions: str) -> list[Column]:
-    return [F.expr(expression) for expression in expressions]
-
-
 def _event_aggregates(needs: Needs) -> list[Column]:
     """Per group, the facts of its events (those of table and ordered sinks only if
     ``needs`` says some run has such a sink)."""
@@ -536,7 +533,7 @@ def _event_aggregates(needs: Needs) -> list[Column]:
             f"max_by(`value`, CASE WHEN kc = {OBSERVE} THEN pos END) AS t_value",
             f"sum(CASE WHEN kc = {INPUT} THEN `value` END) AS t_in",
         ]
-    return _sql(*facts)
+    return sql(*facts)
 
 
 def _unneeded(needs: Needs) -> list[Column]:
@@ -562,7 +559,7 @@ _CONTROL_KINDS: Final = (FETCH, COMMIT, ROLLBACK, TRUNCATE, END, DRAIN, TXN_ABOR
 def _counters() -> list[Column]:
     """The per-group counters the run-wide summary needs beyond the control events' own
     groups (each event is in one group)."""
-    return _sql(
+    return sql(
         f"count_if(NOT (kc <=> {INPUT})) AS n",
         "count_if(bad) AS bad_events",
         "count_if(resent) AS n_resent",
@@ -648,7 +645,7 @@ def _total_aggregates() -> list[Column]:
     shown = "coalesce(t_value, cast(0 as bigint))"
     expected = "coalesce(t_in, cast(0 as bigint))"
     null_observes = f"count_if({controls(OBSERVE)})"
-    return _sql(
+    return sql(
         "sum(n) AS n",
         "sum(bad_events) AS bad_events",
         f"count_if({controls(END)}) AS n_end",
@@ -678,7 +675,7 @@ def _total_aggregates() -> list[Column]:
 def record_totals(facts: DataFrame) -> dict[int, Any]:
     """The record totals of :class:`Fused` (``bad`` to ``unexpected``) of every run in
     ``facts`` (after :func:`exact_below`), one row per run."""
-    rows = facts.groupBy("run").agg(*_sql(*_record_aggregates("true"))).collect()
+    rows = facts.groupBy("run").agg(*sql(*_record_aggregates("true"))).collect()
     return {int(row["run"]): row for row in rows}
 
 
