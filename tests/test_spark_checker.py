@@ -293,6 +293,56 @@ def test_the_ordered_sinks_pass_sorts_only_the_partitions_phase_one_left_open(
     assert len(judged) == 1 and 1 <= len(judged[0][0]) <= 2, judged
 
 
+@pytest.mark.slow
+def test_the_order_rules_sort_only_the_partitions_phase_one_left_open(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A skip, a commit ahead of its reads and a commit that goes back, each in a block of
+    its own partition: phase one's order certificate fails in those partitions alone, and
+    phase two's order rules (the append-offset rule, the shared-offset test, the partition
+    pass) read only them, with the counts exact and the verdicts the local checker's."""
+    from harness.spark import analyze_parquet
+    from harness.spark.check import queries
+    from harness.spark.check.queries._records import Fused
+
+    generated = generate_history(
+        tmp_path / "run_id=one" / "history.parquet",
+        records=8000,
+        partitions=8,
+        keys=8,
+        plan=Plan(skipped=1, ahead=1, regressed=1),
+        run_id="one",
+    )
+    judged: dict[str, list[dict[int, Any]]] = {}
+
+    def recording(name: str, original: Any, at: int) -> Any:
+        def recorded(*args: Any) -> Any:
+            judged.setdefault(name, []).append(dict(args[at]))
+            return original(*args)
+
+        return recorded
+
+    for name, at in (("offset_violations", 2), ("shared_places", 1)):
+        monkeypatch.setattr(queries, name, recording(name, getattr(queries, name), at))
+    monkeypatch.setattr(Fused, "ladder", recording("ladder", Fused.ladder, 1))
+    analysis = analyze_parquet(tmp_path, spark=spark)
+    history = read_history(generated.path)
+    for guarantee in Guarantee:
+        verdict = analysis.verdicts(guarantee).verdicts["one"]
+        assert verdict == check(history, guarantee), describe(verdict)
+        status, failing, tolerated = generated.expected(guarantee)
+        assert verdict.status is status
+        assert {a.kind.value: a.count for a in verdict.anomalies} == failing
+        assert {a.kind.value: a.count for a in verdict.tolerated} == tolerated
+    failing = generated.expected(EO)[1]
+    assert {"skip", "offset-ahead", "offset-regression"} <= set(failing), failing
+    assert set(judged) == {"offset_violations", "shared_places", "ladder"}, judged
+    for name, calls in judged.items():
+        # the three blocks' partitions (some may share one), never the whole run
+        assert len(calls) == 1 and calls[0][0] is not None, (name, calls)
+        assert 1 <= len(calls[0][0]) <= 3 and None not in calls[0][0], (name, calls)
+
+
 VALID_JOBS = 5
 """The most Spark jobs a VALID history with an ordered log sink and a table sink may cost
 (each shuffle is a stage, run as a job; issue 27's target): phase one only, one action, that

@@ -228,6 +228,11 @@ class _Run:
     unexpected_records: int = 0
     ordered_ok: bool = False
     """Phase one's order certificate holds: no order rule fires (phase two skips them)."""
+    order_places: frozenset[int | None] | None = None
+    """Where phase two judges the order rules when the certificate does not hold: the
+    partitions it left open (``None`` among them: the undeclared ones) when the run-wide
+    conditions hold (one reader, no rollback, no record read twice), so that every other
+    partition is covered; ``None``: the whole run."""
     sink_ok: bool = False
     """Phase one's certificate of the ordered log sink holds (or the run has none): no
     ``nonmonotonic`` (phase two skips it)."""
@@ -464,12 +469,10 @@ class _Checker:
             state = self.runs[number]
             summary = _summary_of(state)
             totals = fused.totals[number]
-            state.ordered_ok = (
-                not summary.rollbacks
-                and summary.one_reader
-                and not totals["multi_read"]
-                and not totals["order_open"]
-            )
+            # the certificate is per partition, given these conditions on the whole run
+            runwide = not summary.rollbacks and summary.one_reader and not totals["multi_read"]
+            state.ordered_ok = runwide and not totals["order_open"]
+            state.order_places = frozenset(totals["order_open"]) if runwide else None
             state.sink_ok = not state.ordered_sinks or (
                 len(state.ordered_sinks) == 1
                 and not _crowded(fused, number)
@@ -521,12 +524,13 @@ class _Checker:
         """Per run in ``live``: the anomalies found, by (kind, class), with their exact
         counts and witnesses; runs that turn out to break the validator's append rule are
         marked invalid instead."""
-        unsure = [n for n in live if not self.runs[n].ordered_ok]
+        # the order rules only where phase one's certificate left them open
+        unsure = {n: self.runs[n].order_places for n in live if not self.runs[n].ordered_ok}
         for number in q.offset_violations(self.context, facts, unsure) if unsure else ():
             self.runs[number].invalid = True
         # an offset taken again by a second record while the first was read there: two
         # records at one offset, which only the local rules name (inconsistent-offsets)
-        shared = [n for n in unsure if not self.runs[n].invalid]
+        shared = {n: places for n, places in unsure.items() if not self.runs[n].invalid}
         for number in q.shared_places(facts, shared) if shared else ():
             self._route_locally(self.runs[number])
         valid = [n for n in live if not self.runs[n].invalid and self.runs[n].local is None]
@@ -546,7 +550,7 @@ class _Checker:
         (they are ranked with the other kinds'). Runs whose records are each read at most
         once take their reads from the fused pass's cache; the others from the events. A
         skip is kept only where its range holds an acknowledged record (``owed_skips``)."""
-        fast = [n for n in runs if not fused.totals[n]["multi_read"]]
+        fast = {n: self.runs[n].order_places for n in runs if not fused.totals[n]["multi_read"]}
         slow = [n for n in runs if fused.totals[n]["multi_read"]]
         sources = [fused.ladder(fast)] if fast else []
         if slow:
@@ -616,7 +620,7 @@ class _Checker:
                 [(n, ordered[n][0]) for n in simple], "run int, sink_name string"
             )
             # only the partitions phase one's certificate of the sink left open
-            opened = {n: fused.totals[n]["sink_open_pnos"] for n in simple}
+            opened = {n: fused.totals[n]["sink_open"] for n in simple}
             pairs = q.nonmonotonic_from_facts(self.context, facts, opened).join(
                 F.broadcast(names), "run"
             )

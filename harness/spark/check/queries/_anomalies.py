@@ -33,6 +33,7 @@ from harness.spark.check.queries._load import (
     QueryContext,
     cases,
     conform,
+    in_places,
     union_all,
 )
 
@@ -87,16 +88,15 @@ def nonmonotonic_from_facts(
     those phase one's certificate of the ordered sink covers, where no pair is out of order
     (:mod:`._certify`): so a lost record costs the sort of its partition, not of its run.
     ``sink`` is null in the result (the caller knows the one sink)."""
-    first = facts.where(
-        F.col("run").isin(*partitions) & (F.col("n_app") >= 1) & F.col("ordered_first").isNotNull()
-    ).select(
+    # the partitions' test implies the run's
+    first = facts.where((F.col("n_app") >= 1) & F.col("ordered_first").isNotNull()).select(
         "run",
         "record_id",
         F.col("app_pno").alias("pno"),
         F.col("app_off").alias("off"),
         F.col("ordered_first").alias("pos"),
     )
-    first = first.where(_in_places(partitions))
+    first = first.where(in_places(partitions))
     stream = Window.partitionBy("run", "pno").orderBy("pos")
     pairs = first.select(
         "*",
@@ -107,28 +107,6 @@ def nonmonotonic_from_facts(
     ).where(F.col("off") < F.col("prev_off"))
     del context
     return pairs
-
-
-def _in_places(partitions: Mapping[int, Collection[int | None]]) -> str:
-    """The SQL test of a row whose ``run`` and ``pno`` are among ``partitions`` (run ->
-    partition numbers, ``None`` for the undeclared ones): numbers only, spliced as such; a
-    set of literal structs, which Spark tests by a hash set, not a chain of ORs."""
-    pairs = sorted(
-        {
-            (int(run), int(pno))
-            for run, pnos in partitions.items()
-            for pno in pnos
-            if pno is not None
-        }
-    )
-    undeclared = sorted({int(run) for run, pnos in partitions.items() if None in pnos})
-    tests = ["false"]
-    if pairs:
-        listed = ", ".join(f"named_struct('r', {run}, 'p', {pno})" for run, pno in pairs)
-        tests.append(f"named_struct('r', run, 'p', pno) IN ({listed})")
-    if undeclared:
-        tests.append(f"(pno IS NULL AND run IN ({', '.join(map(str, undeclared))}))")
-    return " OR ".join(tests)
 
 
 def nonmonotonic(context: QueryContext, runs: Sequence[int]) -> DataFrame:
@@ -399,15 +377,18 @@ def owed_skips(found: DataFrame, facts: DataFrame, runs: Sequence[int]) -> DataF
     return found.where(tag != "S").unionByName(skips.join(owed, ["run", "pos"], "left_semi"))
 
 
-def offset_violations(context: QueryContext, facts: DataFrame, runs: Sequence[int]) -> set[int]:
+def offset_violations(
+    context: QueryContext, facts: DataFrame, places: Mapping[int, Collection[int | None] | None]
+) -> set[int]:
     """The runs where an append is not above an offset acknowledged before it (the
     validator's append rule), given that every record has at most one append and its acks
     follow it at its place (the certificate of :func:`records`): per partition, an append
     breaks the rule exactly when some record at an offset at or above its own was
     acknowledged before it, i.e. when the earliest first ack among the appends at or above
-    its offset precedes it. One shuffle and one sort of the appends."""
+    its offset precedes it. One shuffle and one sort of the appends of ``places`` (run ->
+    the partitions to judge, ``None`` for all of them: :func:`~._load.in_places`)."""
     del context
-    appends = facts.where(F.col("run").isin(*runs) & (F.col("n_app") >= 1))
+    appends = facts.where((F.col("n_app") >= 1) & F.expr(in_places(places, "app_pno")))
     above = (
         Window.partitionBy("run", "app_pno")
         .orderBy(F.col("app_off").desc())
@@ -423,12 +404,15 @@ def offset_violations(context: QueryContext, facts: DataFrame, runs: Sequence[in
     return {int(row["run"]) for row in rows}
 
 
-def shared_places(facts: DataFrame, runs: Sequence[int]) -> set[int]:
+def shared_places(
+    facts: DataFrame, places: Mapping[int, Collection[int | None] | None]
+) -> set[int]:
     """The runs where one offset of a partition is held by two records (each acknowledged
     or read at its own append's place, the certificate of :func:`records`): an append took
-    an offset again whose first record was read there. One shuffle of the held records."""
+    an offset again whose first record was read there. One shuffle of the held records of
+    ``places`` (as :func:`offset_violations`)."""
     held = facts.where(
-        F.col("run").isin(*runs)
+        F.expr(in_places(places, "app_pno"))
         & (F.col("n_app") == 1)
         & ((F.col("ack_n") > 0) | F.col("read_last").isNotNull())
     )

@@ -50,7 +50,7 @@ from typing import Any, Final
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from harness.spark.check.queries._load import COMMIT, FETCH, sql
+from harness.spark.check.queries._load import COMMIT, FETCH, sql, when
 
 __all__ = ["PARTITION_COLUMNS", "open_partition", "pair_rows", "partition_inputs"]
 
@@ -113,7 +113,7 @@ def _pairs(rows: DataFrame) -> DataFrame:
     fetches or a key's sides hold."""
 
     def of(which: int, column: str, how: str = "max") -> str:
-        return f"{how}(CASE WHEN role = {which} THEN `{column}` END)"
+        return f"{how}({when(f'role = {which}', column)})"
 
     return rows.groupBy(*_PAIR_KEYS).agg(
         *sql(

@@ -13,7 +13,7 @@ import contextlib
 import functools
 import re
 import urllib.parse
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -311,6 +311,40 @@ def sql(*expressions: str) -> list[Column]:
     column built from functions and operators makes one per node. For expressions over
     column names and the checker's constants only: a value from a history is a literal."""
     return [F.expr(expression) for expression in expressions]
+
+
+def when(test: str, column: str) -> str:
+    """SQL text: column ``column`` where ``test`` (SQL) holds, else null."""
+    return f"CASE WHEN {test} THEN `{column}` END"
+
+
+def in_places(places: Mapping[int, Collection[int | None] | None], pno: str = "pno") -> str:
+    """SQL text: whether a row's ``run`` and partition (column ``pno``) are among ``places``
+    (run -> its partition numbers, ``None`` among them for the undeclared ones; ``None``
+    instead of a collection for every partition of the run). Numbers only, spliced as such;
+    the partitions are a set of literal structs, which Spark tests by a hash set, not a
+    chain of ORs."""
+    pairs = sorted(
+        {
+            (int(run), int(number))
+            for run, numbers in places.items()
+            for number in numbers or ()
+            if number is not None
+        }
+    )
+    undeclared = sorted(
+        {int(run) for run, numbers in places.items() if numbers is not None and None in numbers}
+    )
+    whole = sorted({int(run) for run, numbers in places.items() if numbers is None})
+    tests = ["false"]
+    if whole:
+        tests.append(f"run IN ({', '.join(map(str, whole))})")
+    if pairs:
+        listed = ", ".join(f"named_struct('r', {run}, 'p', {number})" for run, number in pairs)
+        tests.append(f"named_struct('r', run, 'p', `{pno}`) IN ({listed})")
+    if undeclared:
+        tests.append(f"(`{pno}` IS NULL AND run IN ({', '.join(map(str, undeclared))}))")
+    return "(" + " OR ".join(tests) + ")"
 
 
 def cases(pairs: Iterable[tuple[Column, Any]]) -> Column | None:

@@ -25,7 +25,7 @@ key's acknowledged inputs exactly by a query of its own
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -55,7 +55,9 @@ from harness.spark.check.queries._load import (
     TXN_ABORT,
     QueryContext,
     cases,
+    in_places,
     sql,
+    when,
 )
 
 __all__ = ["FACT_COLUMNS", "Fused", "Summary", "exact_below", "fused", "record_totals"]
@@ -172,14 +174,17 @@ class Fused:
             F.col("t_pos").alias("pos"),
         )
 
-    def ladder(self, runs: Sequence[int]) -> DataFrame:
-        """The reads, fetches, commits, rollbacks and truncates of ``runs`` with a partition
-        (``run, pno, pos, kc, off, process, redelivered``), from the cache; exact for runs
-        whose records are read at most once each (``multi_read`` is 0)."""
+    def ladder(self, places: Mapping[int, Collection[int | None] | None]) -> DataFrame:
+        """The reads, fetches, commits, rollbacks and truncates with a partition (``run, pno,
+        pos, kc, off, process, redelivered``) of ``places`` (run -> its partitions, ``None``
+        for all: :func:`~._load.in_places`), from the cache; exact for runs whose records
+        are read at most once each (``multi_read`` is 0)."""
         grain = F.col("grain")
-        wanted = F.col("run").isin(*runs)
         reads = self.groups.where(
-            wanted & (grain == RECORD) & (F.col("read_n") == 1) & F.col("read_pno").isNotNull()
+            (grain == RECORD)
+            & (F.col("read_n") == 1)
+            & F.col("read_pno").isNotNull()
+            & F.expr(in_places(places, "read_pno"))
         ).select(
             "run",
             F.col("read_pno").alias("pno"),
@@ -189,7 +194,7 @@ class Fused:
             F.col("read_proc").alias("process"),
             F.col("read_red").alias("redelivered"),
         )
-        return reads.unionByName(self.control.where(wanted))
+        return reads.unionByName(self.control.where(in_places(places)))
 
     @property
     def control(self) -> DataFrame:
@@ -249,10 +254,10 @@ def fused(context: QueryContext) -> Fused:
     record, one by partition and offset, one action collecting a row per run and partition,
     and a small one for the detail of a last ``end`` that is not ``complete``); the groups
     stay kept for the later queries, until :meth:`QueryContext.release`. ``totals`` also
-    holds per run ``order_open`` and ``sink_open`` (a partition the order certificate, or the
-    ordered sink's, does not cover), ``sink_open_pnos`` (the partitions the ordered sink's
-    does not cover, ``None`` for undeclared ones) and ``under`` and ``over`` (keys of
-    aggregated table sinks below and above their expected value)."""
+    holds per run ``order_open`` and ``sink_open`` (the partitions the order certificate, or
+    the ordered sink's, does not cover, ``None`` for the undeclared ones: empty when it
+    covers the run) and ``under`` and ``over`` (keys of aggregated table sinks below and
+    above their expected value)."""
     from harness.spark.check.queries._certify import open_partition, pair_rows, partition_inputs
 
     # the groups' aggregation, planned in this block (a kept frame is planned when kept),
@@ -283,12 +288,9 @@ def fused(context: QueryContext) -> Fused:
     for row in collected:
         entry = rows.setdefault(int(row["run"]), {})
         order, sink = open_partition(row.asDict())
-        entry["order_open"] = entry.get("order_open", False) or order
-        entry["sink_open"] = entry.get("sink_open", False) or sink
-        opened = entry.setdefault("sink_open_pnos", set())
-        if sink:
-            # the totals' row (partition null) also holds the pairs of undeclared partitions
-            opened.add(row["pno"])
+        # the totals' row (partition null) also holds the pairs of undeclared partitions
+        for name, opened in (("order_open", order), ("sink_open", sink)):
+            entry.setdefault(name, set()).update([row["pno"]] if opened else [])
     rows = {run: row for run, row in rows.items() if row.get("n")}
     # the detail of a run's last end: "complete" from the totals, any other read back
     ends = [row["end_pos"] for row in rows.values() if row["end_complete"] is False]
@@ -374,7 +376,7 @@ def _grained(context: QueryContext, needs: Needs) -> DataFrame:
             f"'gs', CASE WHEN grain = {TABLE} THEN sink"
             f" WHEN grain = {CONTROL} AND kc = {END} THEN ed END",
             f"'g_agg', (grain = {TABLE} AND (sk & {_AGGREGATED}) != 0)",
-            *[f"'e_{n}', CASE WHEN grain = {CONTROL} THEN `{c}` END" for n, c in _OWN.items()],
+            *[f"'e_{n}', {when(f'grain = {CONTROL}', c)}" for n, c in _OWN.items()],
         ]
     )
     return events.selectExpr(
@@ -476,7 +478,7 @@ def _groups(context: QueryContext, needs: Needs) -> DataFrame:
 
 
 def _when(kind: int, column: str) -> str:
-    return f"CASE WHEN kc = {kind} THEN `{column}` END"
+    return when(f"kc = {kind}", column)
 
 
 def _bit(condition: str) -> str:
@@ -493,7 +495,7 @@ def _event_aggregates(needs: Needs) -> list[Column]:
     matched = f"kc IN ({ACK}, {READ})"
 
     def among(how: str, test: str, column: str) -> str:
-        return f"{how}(CASE WHEN {test} THEN `{column}` END)"
+        return f"{how}({when(test, column)})"
 
     facts = [
         f"count_if(kc = {APPEND}) AS n_app",
