@@ -117,19 +117,19 @@ def _pairs(rows: DataFrame) -> DataFrame:
 
     return rows.groupBy(*_PAIR_KEYS).agg(
         *sql(
-            f"count_if(role = {_SELF}) AS self_n",
+            f"count(CASE WHEN role = {_SELF} THEN 1 END) AS self_n",
             f"{of(_SELF, 'pos')} AS self_pos",
             f"{of(_SELF, 'read')} AS self_read",
             f"{of(_SELF, 'ord')} AS self_ord",
             f"{of(_SELF, 'odd')} AS self_odd",
-            f"count_if(role = {_NEXT}) AS prev_n",
+            f"count(CASE WHEN role = {_NEXT} THEN 1 END) AS prev_n",
             f"{of(_NEXT, 'pos')} AS prev_pos",
             f"{of(_NEXT, 'read')} AS prev_read",
             f"{of(_NEXT, 'ord')} AS prev_ord",
-            f"count_if(role = {_COMMIT}) AS commit_n",
+            f"count(CASE WHEN role = {_COMMIT} THEN 1 END) AS commit_n",
             f"{of(_COMMIT, 'pos', 'min')} AS commit_lo",
             f"{of(_COMMIT, 'pos')} AS commit_hi",
-            f"count_if(role = {_FETCH}) AS fetch_n",
+            f"count(CASE WHEN role = {_FETCH} THEN 1 END) AS fetch_n",
             f"{of(_FETCH, 'pos', 'min')} AS fetch_pos",
             f"{of(_FETCH, 'off')} AS fetch_off",
         )
@@ -199,21 +199,21 @@ def partition_inputs(rows: DataFrame) -> tuple[DataFrame, list[Column]]:
         " AS i_unordered",
     )
     aggregates = sql(
-        "count_if(i_record) AS p_records",
+        "count(CASE WHEN i_record THEN 1 END) AS p_records",
         "min(i_off) AS p_low",
         "max(i_off) AS p_high",
-        "count_if(i_open) AS p_open",
-        "count_if(i_twice) AS p_twice",
-        "count_if(i_first) AS p_firsts",
+        "count(CASE WHEN i_open THEN 1 END) AS p_open",
+        "count(CASE WHEN i_twice THEN 1 END) AS p_twice",
+        "count(CASE WHEN i_first THEN 1 END) AS p_firsts",
         "min(i_first_pos) AS p_first_pos",
         "min(i_first_off) AS p_first_off",
-        "count_if(i_read) AS p_reads",
-        "count_if(i_zero) AS p_zero",
+        "count(CASE WHEN i_read THEN 1 END) AS p_reads",
+        "count(CASE WHEN i_zero THEN 1 END) AS p_zero",
         "sum(fetch_n) AS p_fetches",
         "min(fetch_pos) AS p_fetch_pos",
         "max(fetch_off) AS p_fetch_off",
-        "count_if(i_head) AS p_heads",
-        "count_if(i_unordered) AS p_unordered",
+        "count(CASE WHEN i_head THEN 1 END) AS p_heads",
+        "count(CASE WHEN i_unordered THEN 1 END) AS p_unordered",
     )
     return flagged, aggregates
 
