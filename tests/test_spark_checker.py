@@ -676,6 +676,34 @@ def test_the_session_is_shared_local_and_quiet(spark: Any) -> None:
 
 
 @pytest.mark.slow
+def test_a_second_check_in_the_session_reuses_the_first_ones_generated_code(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A check of a history with anomalies generates more classes than Spark's default
+    cache holds (100): the session keeps 1000, so checking again compiles almost nothing
+    (only the queries whose text holds values of this check), and the JIT does not start
+    over."""
+    from harness.spark import analyze_parquet
+    from harness.spark.session import CODEGEN_CACHE_ENTRIES
+
+    assert spark.conf.get("spark.sql.codegen.cache.maxEntries") == str(CODEGEN_CACHE_ENTRIES)
+    metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics
+    generate_history(
+        tmp_path / "run_id=one" / "history.parquet",
+        records=2000,
+        plan=Plan(lost=2, duplicated=2, unexpected=1, miscounted=2, reordered=1, skipped=1),
+        run_id="one",
+    )
+    compiled = []
+    for _ in range(2):
+        before = metrics.METRIC_COMPILATION_TIME().getCount()
+        verdicts = analyze_parquet(tmp_path, spark=spark).verdicts(EO)
+        compiled.append(metrics.METRIC_COMPILATION_TIME().getCount() - before)
+        assert verdicts.status is Status.INVALID
+    assert compiled[1] <= 20, compiled
+
+
+@pytest.mark.slow
 def test_the_plugin_fixture_gives_one_real_session_per_xdist_worker(
     pytester: pytest.Pytester,
 ) -> None:

@@ -9,6 +9,8 @@
   never fight over a port;
 * few shuffle partitions (4 by default: the histories of a test are small; raise it for big
   ones);
+* room for :data:`CODEGEN_CACHE_ENTRIES` generated classes, so that a second check in the
+  session reuses the first's compiled code;
 * on a local master with a pip-installed pyspark, a ``SPARK_HOME`` (in the scratch space) under
   which Spark's Python processes import the installed, byte-compiled pyspark rather than
   compiling ``pyspark.zip`` from source in every process (:func:`_use_compiled_pyspark`);
@@ -52,6 +54,12 @@ __all__ = [
 ]
 
 DEFAULT_MASTER: Final = "local[2]"
+CODEGEN_CACHE_ENTRIES: Final = 1000
+"""Generated classes Spark keeps for reuse (``spark.sql.codegen.cache.maxEntries``, 100 by
+default, settable only when the session starts). A Spark check of a history with anomalies
+compiles about 125 classes; with a cache of 100 the next check compiles them all again and
+the JIT starts over, so every check in a session paid a first check's cost (measured in
+docs/spark.md)."""
 SPARK_INSTALL: Final = "pip install 'stream-harness[spark]'"
 _TMP_ENV: Final = "HARNESS_SPARK_TMPDIR"
 _LOG4J: Final = """\
@@ -233,6 +241,7 @@ def _settings(scratch: Path, shuffle_partitions: int) -> dict[str, str]:
         "spark.executor.extraJavaOptions": java_options,
         "spark.sql.session.timeZone": "UTC",
         "spark.executorEnv.PYTHONHASHSEED": "0",
+        "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
     }
 
 
