@@ -202,6 +202,22 @@ def test_runs_without_ordered_or_aggregated_sinks_are_judged_alike_without_those
             assert got.verdicts(guarantee).verdicts[run_id] == plain, run_id
 
 
+def judged_as_generated(analysis: Any, generated: Any) -> list[Verdict]:
+    """The Spark verdicts of ``generated``'s run under each guarantee, each asserted equal
+    to the local checker's and to the generator's exact answer (status and counts)."""
+    history = read_history(generated.path)
+    verdicts = []
+    for guarantee in Guarantee:
+        verdict = analysis.verdicts(guarantee).verdicts[generated.run_id]
+        assert verdict == check(history, guarantee), describe(verdict)
+        status, failing, tolerated = generated.expected(guarantee)
+        assert verdict.status is status
+        assert {a.kind.value: a.count for a in verdict.anomalies} == failing
+        assert {a.kind.value: a.count for a in verdict.tolerated} == tolerated
+        verdicts.append(verdict)
+    return verdicts
+
+
 EVERY_KIND = Plan(
     lost=2,
     duplicated=2,
@@ -235,14 +251,7 @@ def test_generated_anomalies_are_found_with_exact_counts_and_match_the_local_che
     )
     analysis = analyze_parquet(tmp_path, spark=spark)
     for generated in (clean, broken):
-        history = read_history(generated.path)
-        for guarantee in Guarantee:
-            verdict = analysis.verdicts(guarantee).verdicts[generated.run_id]
-            assert verdict == check(history, guarantee), describe(verdict)
-            status, failing, tolerated = generated.expected(guarantee)
-            assert verdict.status is status
-            assert {a.kind.value: a.count for a in verdict.anomalies} == failing
-            assert {a.kind.value: a.count for a in verdict.tolerated} == tolerated
+        for verdict in judged_as_generated(analysis, generated):
             assert dict(verdict.stats) == dict(generated.stats)
     assert clean.occurrences == {}
     assert analysis.verdicts(EO).status is Status.INVALID
@@ -279,14 +288,7 @@ def test_the_ordered_sinks_pass_sorts_only_the_partitions_phase_one_left_open(
 
     monkeypatch.setattr(queries, "nonmonotonic_from_facts", recorded)
     analysis = analyze_parquet(tmp_path, spark=spark)
-    history = read_history(generated.path)
-    for guarantee in Guarantee:
-        verdict = analysis.verdicts(guarantee).verdicts["one"]
-        assert verdict == check(history, guarantee), describe(verdict)
-        status, failing, tolerated = generated.expected(guarantee)
-        assert verdict.status is status
-        assert {a.kind.value: a.count for a in verdict.anomalies} == failing
-        assert {a.kind.value: a.count for a in verdict.tolerated} == tolerated
+    judged_as_generated(analysis, generated)
     failing = generated.expected(EO)[1]
     assert failing.get(AnomalyKind.NONMONOTONIC.value) and failing.get(AnomalyKind.LOST.value)
     # the lost record's partition and the reordered one's (maybe the same), not all eight
@@ -326,14 +328,7 @@ def test_the_order_rules_sort_only_the_partitions_phase_one_left_open(
         monkeypatch.setattr(queries, name, recording(name, getattr(queries, name), at))
     monkeypatch.setattr(Fused, "ladder", recording("ladder", Fused.ladder, 1))
     analysis = analyze_parquet(tmp_path, spark=spark)
-    history = read_history(generated.path)
-    for guarantee in Guarantee:
-        verdict = analysis.verdicts(guarantee).verdicts["one"]
-        assert verdict == check(history, guarantee), describe(verdict)
-        status, failing, tolerated = generated.expected(guarantee)
-        assert verdict.status is status
-        assert {a.kind.value: a.count for a in verdict.anomalies} == failing
-        assert {a.kind.value: a.count for a in verdict.tolerated} == tolerated
+    judged_as_generated(analysis, generated)
     failing = generated.expected(EO)[1]
     assert {"skip", "offset-ahead", "offset-regression"} <= set(failing), failing
     assert set(judged) == {"offset_violations", "shared_places", "ladder"}, judged
