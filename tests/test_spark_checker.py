@@ -671,6 +671,30 @@ def test_the_session_is_shared_local_and_quiet(spark: Any) -> None:
 
 
 @pytest.mark.slow
+def test_the_checkers_settings_never_override_the_sessions_own(spark: Any) -> None:
+    """The checker sets a few SQL settings for its queries, and puts them back after, but
+    never one the session was started with (the user's choice wins)."""
+    from harness.spark.check.queries._load import QueryContext
+
+    context = QueryContext(spark, (), spark.range(1), 1, [])
+    own = "spark.sql.shuffle.partitions"  # the session helper starts every session with it
+    before = spark.conf.get(own)
+    context.prefer(own, str(int(before) + 1))
+    with context.setting(own, str(int(before) + 2)):
+        assert spark.conf.get(own) == before
+    free = "spark.sql.files.maxPartitionNum"
+    assert spark.conf.get(free, None) is None
+    context.prefer(free, "7")
+    assert spark.conf.get(free) == "7"
+    other = "spark.sql.files.minPartitionNum"
+    with context.setting(other, "5"):
+        assert spark.conf.get(other) == "5"
+    assert spark.conf.get(other, None) is None
+    context.release()
+    assert spark.conf.get(free, None) is None and spark.conf.get(own) == before
+
+
+@pytest.mark.slow
 def test_a_second_check_in_the_session_reuses_the_first_ones_generated_code(
     spark: Any, tmp_path: Path
 ) -> None:

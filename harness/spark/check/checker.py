@@ -548,8 +548,9 @@ class _Checker:
     def _partition_pass(self, q: Any, fused: Fused, facts: DataFrame, runs: list[int]) -> DataFrame:
         """The partition pass's occurrences (skip, offset-ahead, offset-regression), lazily
         (they are ranked with the other kinds'). Runs whose records are each read at most
-        once take their reads from the fused pass's cache; the others from the events. A
-        skip is kept only where its range holds an acknowledged record (``owed_skips``)."""
+        once take their reads from the fused pass's cache, and only from the partitions
+        phase one left open (:attr:`_Run.order_places`); the others from all their events.
+        A skip is kept only where its range holds an acknowledged record (``owed_skips``)."""
         fast = {n: self.runs[n].order_places for n in runs if not fused.totals[n]["multi_read"]}
         slow = [n for n in runs if fused.totals[n]["multi_read"]]
         sources = [fused.ladder(fast)] if fast else []

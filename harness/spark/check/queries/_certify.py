@@ -39,7 +39,9 @@ passes):
 
 A run that is not certified is not wrong: phase two runs the exact rules over it (the
 ``nonmonotonic`` rule alone when only the ordered sink's certificate fails, e.g. after a
-lost record, whose neighbour has no observe before it).
+lost record, whose neighbour has no observe before it). Each certificate is per partition,
+given the run-wide conditions above (one reader, no rollback, no record read twice): when
+they hold, phase two judges only the partitions a certificate left open.
 """
 
 from __future__ import annotations

@@ -172,17 +172,23 @@ class QueryContext:
     def prefer(self, key: str, value: str) -> None:
         """Set the SQL setting ``key`` to ``value`` until :meth:`release`, unless the session
         was started with a value of its own for it (the user's choice wins)."""
-        if key in self.restore or self.spark.sparkContext.getConf().contains(key):
+        if key in self.restore or self._started_with(key):
             return
         self.restore[key] = self.spark.conf.get(key, None)
         self.spark.conf.set(key, value)
+
+    def _started_with(self, key: str) -> bool:
+        """Whether the session was started with a value of its own for ``key`` (asked of the
+        JVM's configuration: pyspark's ``getConf`` copies it, a call into the JVM per
+        setting, some 125 of them)."""
+        return bool(self.spark.sparkContext._jsc.sc().getConf().contains(key))
 
     @contextlib.contextmanager
     def setting(self, key: str, value: str) -> Iterator[None]:
         """Set the SQL setting ``key`` to ``value`` for the queries planned in the block
         (Spark plans a query at its action, or a kept frame at :meth:`keep`), unless the
         session was started with a value of its own for it or :meth:`prefer` set it."""
-        if key in self.restore or self.spark.sparkContext.getConf().contains(key):
+        if key in self.restore or self._started_with(key):
             yield
             return
         before = self.spark.conf.get(key, None)
