@@ -1,6 +1,6 @@
 """What a narrow phase one would cost, against the per-record count (issue 27's floor).
 
-    python bench/floor_spark.py HISTORY.parquet [--repeat 3]
+    python bench/floor_spark.py HISTORY.parquet [--repeat 3] [--parts]
 
 Issue 27 asks for a VALID check within 3x a per-record count of the same file. The checker's
 phase one carries every fact of every record to phase two (docs/spark.md, "Throughput"),
@@ -22,6 +22,15 @@ It prints each time and its ratio to the round's count. It is a measurement of a
 a checker: ``narrow`` decides only the rules named above (no transactions, parts, table
 counts, read-order or commit rules), so the gap between ``narrow + pairs`` and 3 counts is
 what the rest of the rules may cost.
+
+``--parts`` times, instead of ``narrow``, ``pairs`` and ``check``, the checker's own phase one
+(the fused pass's one action, as :func:`~harness.spark.check.queries.fused` runs it) and the
+same with one of its parts left out at a time, so that what each part costs is measured
+rather than guessed: ``no-pairs`` (the order certificate's neighbour pairs and their
+shuffle), ``no-tables`` (the aggregated table sinks' input copies and their aggregates),
+``no-ordered`` (the ordered log sink's facts), ``no-keep`` (the groups not kept: the action
+computes them for each of its two readers) and ``bare`` (all four left out). A part left out
+changes what phase one decides, so these are costs, not checks.
 """
 
 from __future__ import annotations
@@ -107,15 +116,74 @@ def _queries(spark: Any, path: str) -> dict[str, Callable[[], object]]:
     return {"count": count, "narrow": narrow, "pairs": pairs, "check": check}
 
 
+def _phase_one_parts(spark: Any, path: str) -> dict[str, Callable[[], object]]:
+    """The count and phase one's one action, whole and with each part left out."""
+    from pyspark.sql import functions as F
+
+    from harness.spark.check import queries
+    from harness.spark.check.queries import _certify, _records
+    from harness.spark.source import discover_runs
+
+    runs = discover_runs(path)
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    events = spark.read.parquet(path)
+
+    def count() -> object:
+        grouped = events.where(F.col("record_id").isNotNull()).groupBy("record_id").count()
+        grouped.write.format("noop").mode("overwrite").save()
+        return None
+
+    def phase_one(
+        pairs: bool = True, tables: bool = True, ordered: bool = True, keep: bool = True
+    ) -> Callable[[], object]:
+        def run() -> object:
+            context = queries.load(spark, runs, partitions)
+            try:
+                needs = _records.needs(context)
+                needs = _records.Needs(needs.tables and tables, needs.ordered and ordered)
+                with context.setting(_records._BYPASS_PARTIAL, "true"):
+                    groups = _records._groups(context, needs)
+                    if keep:
+                        groups = context.keep(groups, eager=False)
+                rows = groups.withColumn("pno", F.lit(None).cast("int"))
+                aggregates = list(_records._total_aggregates())
+                if pairs:
+                    found, per_partition = _certify.partition_inputs(
+                        _certify.pair_rows(
+                            groups, f"grain = {_records.RECORD}", f"grain = {_records.CONTROL}"
+                        )
+                    )
+                    rows = rows.unionByName(found, allowMissingColumns=True)
+                    aggregates += per_partition
+                return rows.groupBy("run", "pno").agg(*aggregates).collect()
+            finally:
+                context.release()
+
+        return run
+
+    return {
+        "count": count,
+        "phase-one": phase_one(),
+        "no-pairs": phase_one(pairs=False),
+        "no-tables": phase_one(tables=False),
+        "no-ordered": phase_one(ordered=False),
+        "no-keep": phase_one(keep=False),
+        "bare": phase_one(False, False, False, False),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("history", help="a history Parquet file (bench_spark.py --keep)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
+    parser.add_argument(
+        "--parts", action="store_true", help="phase one with each of its parts left out"
+    )
     args = parser.parse_args()
     from harness.spark import spark_session
 
     spark = spark_session("local[2]")
-    queries = _queries(spark, args.history)
+    queries = (_phase_one_parts if args.parts else _queries)(spark, args.history)
     print(f"{args.history}, load average {os.getloadavg()[0]:.1f}")
     for round_number in range(1, args.repeat + 1):
         seconds: dict[str, float] = {}
@@ -127,6 +195,9 @@ def main() -> None:
         shown = ", ".join(
             f"{name} {value:.2f} s ({value / floor:.1f}x)" for name, value in seconds.items()
         )
+        if args.parts:
+            print(f"round {round_number}: {shown}", flush=True)
+            continue
         both = (seconds["narrow"] + seconds["pairs"]) / floor
         print(f"round {round_number}: {shown}; narrow + pairs {both:.1f}x the count", flush=True)
     print(f"load average {os.getloadavg()[0]:.1f}")

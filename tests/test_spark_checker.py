@@ -670,6 +670,54 @@ def test_the_session_is_shared_local_and_quiet(spark: Any) -> None:
         spark_session("local[1]" if spark.sparkContext.master != "local[1]" else "local[2]")
 
 
+HOSTILE_NAMES = (
+    "p' OR '1'='1",
+    "back\\slash`tick",
+    'double "quoted"',
+    "ünïcödé ✓ 分区",
+    "-- comment */ /*",
+    "tab\tand\nnewline",
+)
+"""Partition and sink names a history may hold that SQL text must never carry as they are."""
+
+
+def renamed(history: History, names: dict[str, str]) -> History:
+    """``history`` with its partitions and sinks renamed by ``names`` (others kept)."""
+    meta = dataclasses.replace(
+        history.meta,
+        partitions=tuple(names.get(p, p) for p in history.meta.partitions),
+        sinks={names.get(n, n): spec for n, spec in history.meta.sinks.items()},
+    )
+    events = [
+        dataclasses.replace(
+            e,
+            partition=None if e.partition is None else names.get(e.partition, e.partition),
+            sink=None if e.sink is None else names.get(e.sink, e.sink),
+        )
+        for e in history.events
+    ]
+    return History(meta=meta, events=events)
+
+
+@pytest.mark.slow
+def test_partitions_and_sinks_with_any_names_are_judged_as_the_local_checker_judges(
+    spark: Any, tmp_path: Path
+) -> None:
+    """The checker finds an event's partition and sink among its run's declared names by SQL
+    text: names with quotes, backslashes, comment markers, control characters or non-ASCII letters
+    give the local checker's verdict, anomalies and witnesses included."""
+    runs = []
+    for history in drawn(histories(), 12):
+        olds = [*history.meta.partitions, *history.meta.sinks]
+        names = {old: HOSTILE_NAMES[i % len(HOSTILE_NAMES)] + f"#{i}" for i, old in enumerate(olds)}
+        if olds:  # and one name exactly as hostile, with no suffix to keep it apart
+            names[olds[0]] = HOSTILE_NAMES[0]
+        runs.append(renamed(history, names))
+    assert any(check(h, EO).status is Status.INVALID for h in runs)
+    assert any(h.meta.partitions and h.meta.partitions[0] == HOSTILE_NAMES[0] for h in runs)
+    check_both(tmp_path, write_runs(tmp_path, runs), spark)
+
+
 @pytest.mark.slow
 def test_the_checkers_settings_never_override_the_sessions_own(spark: Any) -> None:
     """The checker sets a few SQL settings for its queries, and puts them back after, but

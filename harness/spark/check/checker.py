@@ -226,13 +226,11 @@ class _Run:
     invalid: bool = False
     stats: dict[str, int] = field(default_factory=dict)
     unexpected_records: int = 0
-    ordered_ok: bool = False
-    """Phase one's order certificate holds: no order rule fires (phase two skips them)."""
     order_places: frozenset[int | None] | None = None
-    """Where phase two judges the order rules when the certificate does not hold: the
-    partitions it left open (``None`` among them: the undeclared ones) when the run-wide
-    conditions hold (one reader, no rollback, no record read twice), so that every other
-    partition is covered; ``None``: the whole run."""
+    """Where phase two judges the order rules: the partitions phase one's order certificate
+    left open (``None`` among them: the undeclared ones) when the run-wide conditions hold
+    (one reader, no rollback, no record read twice), so that every other partition is
+    covered; ``None``: the whole run (also before phase one's end)."""
     sink_ok: bool = False
     """Phase one's certificate of the ordered log sink holds (or the run has none): no
     ``nonmonotonic`` (phase two skips it)."""
@@ -240,6 +238,12 @@ class _Run:
     """Phase one found every key of the aggregated table sinks right (or none to judge)."""
     local: dict[Guarantee, Verdict] | None = None
     """The verdicts of a run judged by the local checker's rules (see :data:`LOCAL_RUN_LIMIT`)."""
+
+    @property
+    def ordered_ok(self) -> bool:
+        """Phase one's order certificate holds for the whole run (no partition left open):
+        no order rule fires (phase two skips them)."""
+        return self.order_places is not None and not self.order_places
 
     @property
     def entity_sinks(self) -> list[str]:
@@ -471,7 +475,6 @@ class _Checker:
             totals = fused.totals[number]
             # the certificate is per partition, given these conditions on the whole run
             runwide = not summary.rollbacks and summary.one_reader and not totals["multi_read"]
-            state.ordered_ok = runwide and not totals["order_open"]
             state.order_places = frozenset(totals["order_open"]) if runwide else None
             state.sink_ok = not state.ordered_sinks or (
                 len(state.ordered_sinks) == 1

@@ -370,10 +370,26 @@ def _coded(
     if len(rows) > _INLINE_CODES:
         table = context.small(rows, f"run int, {name} string, {code} int")
         return events.join(F.broadcast(table), ["run", name], "left")
-    found = cases(
-        ((F.col("run") == run) & (F.col(name) == value), number) for run, value, number in rows
-    )
-    return events.withColumn(code, (F.lit(None) if found is None else found).cast(_INT))
+    try:
+        tests = [
+            f"WHEN run = {int(run)} AND `{name}` = {_text(value)} THEN {int(number)}"
+            for run, value, number in rows
+        ]
+    except UnicodeEncodeError:  # a name Python cannot write as UTF-8: built as columns
+        found = cases(
+            ((F.col("run") == run) & (F.col(name) == value), number) for run, value, number in rows
+        )
+        return events.withColumn(code, (F.lit(None) if found is None else found).cast(_INT))
+    # SQL text: one call into the JVM, where the columns made five per name
+    cased = f"CASE {' '.join(tests)} END" if tests else "NULL"
+    return events.withColumn(code, F.expr(f"CAST({cased} AS INT)"))
+
+
+def _text(value: str) -> str:
+    """SQL text of the string ``value`` from a history (a partition's or a sink's name): its
+    UTF-8 bytes in hexadecimal, decoded by Spark (folded to a literal when the query is
+    planned), so that nothing of the value itself is ever spliced into SQL."""
+    return f"decode(unhex('{value.encode('utf-8').hex()}'), 'UTF-8')"
 
 
 def _scanned(spark: SparkSession, runs: tuple[RunSource, ...]) -> DataFrame:
