@@ -393,16 +393,17 @@ def _text(value: str) -> str:
 
 
 def _scanned(spark: SparkSession, runs: tuple[RunSource, ...]) -> DataFrame:
-    """Every event of ``runs`` in one scan, with its ``run`` and ``pos``."""
-    columns = [F.col(name) for name in _COLUMNS if name != "dlsn"]
+    """Every event of ``runs`` in one scan, with its ``run`` and ``pos``. Its columns are SQL
+    text (one call into the JVM per frame), the files' paths hex-decoded literals
+    (:func:`_text`)."""
+    columns = [f"`{name}`" for name in _COLUMNS if name != "dlsn"]
     reader = spark.read.schema(_schema()).option("recursiveFileLookup", "true")
     files = [(number, file) for number, run in enumerate(runs) for file in run.files]
     if not files:
         raise ValueError("no runs to load")
-    row_index = F.col("_metadata.row_index")
     if len(files) == 1:
-        return reader.parquet(files[0][1].uri).select(
-            F.lit(files[0][0]).cast(_INT).alias("run"), row_index.alias("pos"), *columns
+        return reader.parquet(files[0][1].uri).selectExpr(
+            f"CAST({int(files[0][0])} AS INT) AS run", "_metadata.row_index AS pos", *columns
         )
     # one scan for all files; each row finds its run and position through its file
     frame = reader.parquet(*[file.uri for _, file in files])
@@ -418,9 +419,9 @@ def _scanned(spark: SparkSession, runs: tuple[RunSource, ...]) -> DataFrame:
         if found is None:
             raise ValueError(f"Spark read a file the checker did not list: {uri}")
         mapping.append((_normalized(uri), found[0], found[1]))
-    events = frame.select(
-        F.regexp_replace(F.col("_metadata.file_path"), "^file:/+", "/").alias("file"),
-        row_index.alias("row"),
+    events = frame.selectExpr(
+        "regexp_replace(_metadata.file_path, '^file:/+', '/') AS file",
+        "_metadata.row_index AS row",
         *columns,
     )
     if len(mapping) > _INLINE_CODES:
@@ -429,17 +430,16 @@ def _scanned(spark: SparkSession, runs: tuple[RunSource, ...]) -> DataFrame:
     else:
         # a few files are matched by an expression: a broadcast costs a Spark job in every
         # query that scans the files
-        run_of = cases((F.col("file") == path, number) for path, number, _ in mapping)
-        base_of = cases((F.col("file") == path, first) for path, _, first in mapping)
-        assert run_of is not None and base_of is not None
-        events = events.select(
-            "*", run_of.cast(_INT).alias("run"), base_of.cast(_LONG).alias("base")
-        ).where(F.col("run").isNotNull())
-    return events.select(
-        "run",
-        (F.col("base") + F.col("row")).alias("pos"),
-        *[n for n in _COLUMNS if n != "dlsn"],
-    )
+        def of(values: Iterable[tuple[str, int]], kind: str) -> str:
+            tests = " ".join(f"WHEN file = {_text(path)} THEN {int(v)}" for path, v in values)
+            return f"CAST(CASE {tests} END AS {kind})"
+
+        events = events.selectExpr(
+            "*",
+            f"{of(((path, run) for path, run, _ in mapping), 'INT')} AS run",
+            f"{of(((path, base) for path, _, base in mapping), 'BIGINT')} AS base",
+        ).where("run IS NOT NULL")
+    return events.selectExpr("run", "base + row AS pos", *columns)
 
 
 # The constant expressions of the annotation are written as SQL text: one call into the
