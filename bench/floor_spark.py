@@ -4,7 +4,7 @@
 
 Issue 27 asks for a VALID check within 3x a per-record count of the same file. The checker's
 phase one carries every fact of every record to phase two (docs/spark.md, "Throughput"),
-and costs 7-9 counts. This bench times, in one ``local[2]`` session, interleaved and
+and costs 4-5 counts (stop 40). This bench times, in one ``local[2]`` session, interleaved and
 ``--repeat`` times (the first round includes the JIT's warm-up):
 
 * ``count``: ``groupBy("record_id").count()`` to the no-op sink, the floor (as
