@@ -370,16 +370,10 @@ def _coded(
     if len(rows) > _INLINE_CODES:
         table = context.small(rows, f"run int, {name} string, {code} int")
         return events.join(F.broadcast(table), ["run", name], "left")
-    try:
-        tests = [
-            f"WHEN run = {int(run)} AND `{name}` = {_text(value)} THEN {int(number)}"
-            for run, value, number in rows
-        ]
-    except UnicodeEncodeError:  # a name Python cannot write as UTF-8: built as columns
-        found = cases(
-            ((F.col("run") == run) & (F.col(name) == value), number) for run, value, number in rows
-        )
-        return events.withColumn(code, (F.lit(None) if found is None else found).cast(_INT))
+    tests = [
+        f"WHEN run = {int(run)} AND `{name}` = {_text(value)} THEN {int(number)}"
+        for run, value, number in rows
+    ]
     # SQL text: one call into the JVM, where the columns made five per name
     cased = f"CASE {' '.join(tests)} END" if tests else "NULL"
     return events.withColumn(code, F.expr(f"CAST({cased} AS INT)"))
