@@ -9,6 +9,10 @@ and costs 4-5 counts (stop 40). This bench times, in one ``local[2]`` session, i
 
 * ``count``: ``groupBy("record_id").count()`` to the no-op sink, the floor (as
   ``bench_spark.py``);
+* ``scan-all``: every column a rule reads (all but ``dlsn`` and ``detail``) to the no-op
+  sink, and ``shuffle-all``: the same shuffled by record id, with no aggregation: what any
+  checker that reads each event's fields and brings a record's events together pays at
+  least, whatever it then computes;
 * ``narrow``: one shuffle by record of a few counters and positions that a partial
   aggregation folds (appends, acks, reads, emits, observes, the first append, ack and read,
   the last observe), summed per file into the totals a verdict needs (records appended
@@ -44,6 +48,45 @@ from typing import Any
 from harness.check import Guarantee
 
 
+def _noop(frame: Any) -> None:
+    frame.write.format("noop").mode("overwrite").save()
+
+
+def _count(events: Any) -> None:
+    """The floor: ``groupBy("record_id").count()`` to the no-op sink (as ``bench_spark.py``)."""
+    _noop(events.where("record_id IS NOT NULL").groupBy("record_id").count())
+
+
+def _partitions(spark: Any) -> int:
+    return int(spark.conf.get("spark.sql.shuffle.partitions"))
+
+
+def _pairs(events: Any) -> object:
+    """The order certificate's neighbour pairs: each append keyed by its offset and the next."""
+    from pyspark.sql import functions as F
+
+    appends = events.where(F.col("kind") == "append").select("partition", "offset", "index")
+    none = F.lit(None).cast("long")
+    mine = appends.select(
+        "partition",
+        F.col("offset").alias("at"),
+        F.col("index").alias("mine"),
+        none.alias("below"),
+    )
+    above = appends.select(
+        "partition",
+        (F.col("offset") + 1).alias("at"),
+        none.alias("mine"),
+        F.col("index").alias("below"),
+    )
+    met = (
+        mine.unionByName(above)
+        .groupBy("partition", "at")
+        .agg(F.max("mine").alias("mine"), F.max("below").alias("below"))
+    )
+    return met.agg(F.sum((F.col("mine") < F.col("below")).cast("int"))).collect()
+
+
 def _queries(spark: Any, path: str) -> dict[str, Callable[[], object]]:
     from pyspark.sql import functions as F
 
@@ -56,10 +99,14 @@ def _queries(spark: Any, path: str) -> dict[str, Callable[[], object]]:
     def first(name: str) -> Any:
         return F.min(F.when(kind == name, F.col("index"))).alias(f"first_{name}")
 
-    def count() -> object:
-        grouped = events.where(F.col("record_id").isNotNull()).groupBy("record_id").count()
-        grouped.write.format("noop").mode("overwrite").save()
-        return None
+    # every column but the two no rule reads (``dlsn``, ``detail``): what any checker scans
+    read = [name for name in events.columns if name not in ("dlsn", "detail")]
+
+    def scan_all() -> object:
+        return _noop(events.select(*read))
+
+    def shuffle_all() -> object:
+        return _noop(events.select(*read).repartition(_partitions(spark), "record_id"))
 
     def narrow() -> object:
         records = (
@@ -86,34 +133,19 @@ def _queries(spark: Any, path: str) -> dict[str, Callable[[], object]]:
             F.count(F.lit(1)).alias("records"),
         ).collect()
 
-    def pairs() -> object:
-        appends = events.where(kind == "append").select("partition", "offset", "index")
-        none = F.lit(None).cast("long")
-        mine = appends.select(
-            "partition",
-            F.col("offset").alias("at"),
-            F.col("index").alias("mine"),
-            none.alias("below"),
-        )
-        above = appends.select(
-            "partition",
-            (F.col("offset") + 1).alias("at"),
-            none.alias("mine"),
-            F.col("index").alias("below"),
-        )
-        met = (
-            mine.unionByName(above)
-            .groupBy("partition", "at")
-            .agg(F.max("mine").alias("mine"), F.max("below").alias("below"))
-        )
-        return met.agg(F.sum((F.col("mine") < F.col("below")).cast("int"))).collect()
-
     def check() -> object:
         from harness.spark import check_parquet
 
         return check_parquet(path, Guarantee.EXACTLY_ONCE, spark=spark).status.value
 
-    return {"count": count, "narrow": narrow, "pairs": pairs, "check": check}
+    return {
+        "count": lambda: _count(events),
+        "scan-all": scan_all,
+        "shuffle-all": shuffle_all,
+        "narrow": narrow,
+        "pairs": lambda: _pairs(events),
+        "check": check,
+    }
 
 
 def _phase_one_parts(spark: Any, path: str) -> dict[str, Callable[[], object]]:
@@ -125,13 +157,8 @@ def _phase_one_parts(spark: Any, path: str) -> dict[str, Callable[[], object]]:
     from harness.spark.source import discover_runs
 
     runs = discover_runs(path)
-    partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    partitions = _partitions(spark)
     events = spark.read.parquet(path)
-
-    def count() -> object:
-        grouped = events.where(F.col("record_id").isNotNull()).groupBy("record_id").count()
-        grouped.write.format("noop").mode("overwrite").save()
-        return None
 
     def phase_one(
         pairs: bool = True, tables: bool = True, ordered: bool = True, keep: bool = True
@@ -162,7 +189,7 @@ def _phase_one_parts(spark: Any, path: str) -> dict[str, Callable[[], object]]:
         return run
 
     return {
-        "count": count,
+        "count": lambda: _count(events),
         "phase-one": phase_one(),
         "no-pairs": phase_one(pairs=False),
         "no-tables": phase_one(tables=False),

@@ -1,6 +1,6 @@
 """Where the Spark checker's time goes: every Spark action it runs, timed, with its caller.
 
-    python bench/profile_spark.py HISTORY.parquet [--repeat 2] [--frames] [--stages]
+    python bench/profile_spark.py HISTORY.parquet [--repeat 2] [--frames] [--stages] [--cpu]
 
 Starts a ``local[2]`` session (8 shuffle partitions, 8g heap, as ``bench_spark.py``), checks
 a small generated history untimed (JVM start and JIT), then checks ``HISTORY`` (e.g. the file
@@ -16,19 +16,28 @@ names the kinds the frame found: none for a frame with no rows); the frames are 
 computed twice, so the total is inflated. ``--stages`` also prints every Spark stage of the
 check from Spark's event log: when it started (seconds into the check), its tasks, wall
 seconds, task seconds (summed over tasks) and the shuffle records it wrote and read, which
-splits an action into its map and reduce sides.
+splits an action into its map and reduce sides. ``--cpu`` also records each check with the
+JVM's flight recorder (``jcmd`` and ``jfr`` of the JDK that runs Spark, its ``profile``
+settings: a stack sample of every running thread each 10 to 20 ms) and prints where the
+executor threads' samples fall (:data:`CPU_PARTS`: the Parquet reader, the aggregations'
+hash-map lookups and buffer updates, the shuffle's checksum, ...), the split of the work no
+stage line shows.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -145,12 +154,98 @@ def _stages(events: Path, since_ms: float) -> list[str]:
     return [line for _, line in sorted(found)]
 
 
+CPU_PARTS: tuple[tuple[str, str], ...] = (
+    ("shuffle checksum", "RowBasedChecksum"),
+    ("hash-map lookup", "BytesToBytesMap.lookup"),
+    ("hash-map lookup", "getAggregationBufferFromUnsafeRow"),
+    ("parquet reader", "parquet"),
+    ("shuffle write", "ShuffleWriter.write"),
+    ("shuffle read", "ShuffleReader"),
+    ("shuffle read", "UnsafeRowSerializer"),
+    ("kept rows", "MemoryStore"),
+    ("kept rows", "BlockManager"),
+    ("explode (generate)", "generate_doConsume"),
+    ("projection", "project_doConsume"),
+    ("aggregate updates", "hashAgg_doAggregate_"),
+    ("aggregate output", "doAggregateWithKeysOutput"),
+    ("aggregation, other", "hashAgg"),
+    ("generated stage, other", "processNext"),
+)
+"""``(part, text)``: an executor sample counts for the first part whose text is in one of its
+frames' ``class.method``, looked for from the sampled frame outward (so a lookup inside an
+aggregation counts as the lookup); a sample with none counts as ``other``."""
+
+
+def _jdk_tool(name: str) -> str:
+    """The JDK's ``name`` (``jcmd``, ``jfr``): beside ``$JAVA_HOME/bin/java``, else on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    found = Path(home, "bin", name) if home else None
+    path = str(found) if found and found.is_file() else shutil.which(name)
+    if path is None:
+        raise SystemExit(f"--cpu needs the JDK's {name} (set JAVA_HOME to a JDK, not a JRE)")
+    return path
+
+
+@contextlib.contextmanager
+def _recorded(pid: int, into: Path) -> Iterator[None]:
+    """Record the JVM ``pid`` with its flight recorder into ``into`` during the block."""
+    jcmd = _jdk_tool("jcmd")
+    start = ["JFR.start", "name=profile", "settings=profile", f"filename={into}"]
+    subprocess.run([jcmd, str(pid), *start], check=True, capture_output=True)
+    try:
+        yield
+    finally:
+        stop = [jcmd, str(pid), "JFR.stop", "name=profile"]
+        subprocess.run(stop, check=True, capture_output=True)
+
+
+def _cpu_shares(recording: Path) -> list[str]:
+    """One line per :data:`CPU_PARTS` part: its share of the executor threads' samples."""
+    printed = subprocess.run(
+        [_jdk_tool("jfr"), "print", "--json", "--events", "jdk.ExecutionSample", str(recording)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    parts: collections.Counter[str] = collections.Counter()
+    others: collections.Counter[str] = collections.Counter()
+    for event in json.loads(printed)["recording"]["events"]:
+        values = event["values"]
+        thread = (values.get("sampledThread") or {}).get("javaName") or ""
+        if not thread.startswith("Executor task") or not values.get("stackTrace"):
+            continue
+        frames = [
+            f"{f['method']['type']['name']}.{f['method']['name']}"
+            for f in values["stackTrace"]["frames"]
+        ]
+        part = _part(frames)
+        parts[part] += 1
+        if part == "other" and frames:
+            others[frames[0].rsplit("/", 1)[-1]] += 1
+    total = sum(parts.values()) or 1
+    lines = [f"  executor CPU samples: {total:,}"]
+    lines += [f"  {count / total:6.1%} {part}" for part, count in parts.most_common()]
+    lines += [
+        f"         other: {count / total:5.1%} in {leaf}" for leaf, count in others.most_common(5)
+    ]
+    return lines
+
+
+def _part(frames: list[str]) -> str:
+    for frame in frames:
+        for part, text in CPU_PARTS:
+            if text in frame:
+                return part
+    return "other"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("history")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--frames", action="store_true")
     parser.add_argument("--stages", action="store_true")
+    parser.add_argument("--cpu", action="store_true", help="executor CPU by part (JFR)")
     args = parser.parse_args(argv)
     from pyspark.sql.classic.dataframe import DataFrame
 
@@ -184,9 +279,11 @@ def main(argv: list[str] | None = None) -> int:
         log.clear()
         since = time.time() * 1000
         compiled, called = jit.getTotalCompilationTime(), calls[0]
-        start, cpu = time.perf_counter(), _cpu(pid)
-        result = check_parquet(args.history, Guarantee.EXACTLY_ONCE, spark=spark)
-        elapsed = time.perf_counter() - start
+        recording = Path(events, f"check-{since:.0f}.jfr")
+        with _recorded(pid, recording) if args.cpu else contextlib.nullcontext():
+            start, cpu = time.perf_counter(), _cpu(pid)
+            result = check_parquet(args.history, Guarantee.EXACTLY_ONCE, spark=spark)
+            elapsed = time.perf_counter() - start
         print(
             f"check: {elapsed:.1f} s, driver JVM {_cpu(pid) - cpu:.1f} cpu-s (JIT compiling "
             f"{(jit.getTotalCompilationTime() - compiled) / 1000:.1f} s), {calls[0] - called:,} "
@@ -197,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
             # the event log is written by Spark's listener bus, after the jobs end
             spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(60_000)
             print("\n".join(_stages(events, since)))
+        if args.cpu:
+            print("\n".join(_cpu_shares(recording)))
     print("load average at end (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
     spark.stop()  # before its event log goes
     shutil.rmtree(events, ignore_errors=True)

@@ -380,9 +380,9 @@ def _coded(
 
 
 def _text(value: str) -> str:
-    """SQL text of the string ``value`` from a history (a partition's or a sink's name): its
-    UTF-8 bytes in hexadecimal, decoded by Spark (folded to a literal when the query is
-    planned), so that nothing of the value itself is ever spliced into SQL."""
+    """SQL text of the string ``value`` from a history (a partition's or a sink's name, a
+    file's path): its UTF-8 bytes in hexadecimal, decoded by Spark (folded to a literal when
+    the query is planned), so that nothing of the value itself is ever spliced into SQL."""
     return f"decode(unhex('{value.encode('utf-8').hex()}'), 'UTF-8')"
 
 
@@ -413,6 +413,8 @@ def _scanned(spark: SparkSession, runs: tuple[RunSource, ...]) -> DataFrame:
         if found is None:
             raise ValueError(f"Spark read a file the checker did not list: {uri}")
         mapping.append((_normalized(uri), found[0], found[1]))
+    if not mapping:  # unreachable while Spark lists the files it scans (an empty CASE fails)
+        raise ValueError(f"Spark lists none of the {len(files)} files the checker listed")
     events = frame.selectExpr(
         "regexp_replace(_metadata.file_path, '^file:/+', '/') AS file",
         "_metadata.row_index AS row",
