@@ -150,8 +150,6 @@ def _queries(spark: Any, path: str) -> dict[str, Callable[[], object]]:
 
 def _phase_one_parts(spark: Any, path: str) -> dict[str, Callable[[], object]]:
     """The count and phase one's one action, whole and with each part left out."""
-    from pyspark.sql import functions as F
-
     from harness.spark.check import queries
     from harness.spark.check.queries import _certify, _records
     from harness.spark.source import discover_runs
@@ -172,17 +170,14 @@ def _phase_one_parts(spark: Any, path: str) -> dict[str, Callable[[], object]]:
                     groups = _records._groups(context, needs)
                     if keep:
                         groups = context.keep(groups, eager=False)
-                rows = groups.withColumn("pno", F.lit(None).cast("int"))
-                aggregates = list(_records._total_aggregates())
+                found = None
                 if pairs:
-                    found, per_partition = _certify.partition_inputs(
+                    found = _certify.partition_inputs(
                         _certify.pair_rows(
                             groups, f"grain = {_records.RECORD}", f"grain = {_records.CONTROL}"
                         )
                     )
-                    rows = rows.unionByName(found, allowMissingColumns=True)
-                    aggregates += per_partition
-                return rows.groupBy("run", "pno").agg(*aggregates).collect()
+                return _records.per_run_rows(groups, found).collect()
             finally:
                 context.release()
 

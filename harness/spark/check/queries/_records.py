@@ -60,7 +60,15 @@ from harness.spark.check.queries._load import (
     when,
 )
 
-__all__ = ["FACT_COLUMNS", "Fused", "Summary", "exact_below", "fused", "record_totals"]
+__all__ = [
+    "FACT_COLUMNS",
+    "Fused",
+    "Summary",
+    "exact_below",
+    "fused",
+    "per_run_rows",
+    "record_totals",
+]
 
 RECORD: Final = 0
 """Grain of a record's events (``gk``: its id)."""
@@ -267,20 +275,8 @@ def fused(context: QueryContext) -> Fused:
     with context.setting(_BYPASS_PARTIAL, "true"):
         # kept lazily: the one action below stores the groups as it reads them, for phase two
         groups = context.keep(_groups(context, needs(context)), eager=False)
-    pairs, per_partition = partition_inputs(
-        pair_rows(groups, f"grain = {RECORD}", f"grain = {CONTROL}")
-    )
-    # one action: the run's totals (the groups' row, partition null) and each partition's
-    # certificate findings (the pairs' rows) in one aggregation, one row each collected;
-    # planned with a partial aggregation before its shuffle, which folds the groups' rows
-    # to one per run and task there (without it every group's row was shuffled to one task)
-    collected = (
-        groups.withColumn("pno", F.lit(None).cast("int"))
-        .unionByName(pairs, allowMissingColumns=True)
-        .groupBy("run", "pno")
-        .agg(*_total_aggregates(), *per_partition)
-        .collect()
-    )
+    pairs = partition_inputs(pair_rows(groups, f"grain = {RECORD}", f"grain = {CONTROL}"))
+    collected = per_run_rows(groups, pairs).collect()
     rows: dict[int, dict[str, Any]] = {}
     for row in collected:
         if row["pno"] is None:
@@ -309,6 +305,21 @@ def fused(context: QueryContext) -> Fused:
         run: _summary(row, details.get((run, row["end_pos"]))) for run, row in rows.items()
     }
     return Fused(summaries, rows, groups)
+
+
+def per_run_rows(groups: DataFrame, pairs: tuple[DataFrame, list[Column]] | None) -> DataFrame:
+    """Phase one's one action: the run's totals (the groups' row, partition null) and each
+    partition's certificate findings (``pairs``: the rows and the aggregates of
+    :func:`~._certify.partition_inputs`; None leaves them out, for ``bench/floor_spark.py``)
+    in one aggregation. Planned with a partial aggregation before its shuffle, which folds
+    the groups' rows to one per run and task there (without it every group's row was
+    shuffled to one task)."""
+    rows = groups.withColumn("pno", F.lit(None).cast("int"))
+    aggregates = _total_aggregates()
+    if pairs is not None:
+        rows = rows.unionByName(pairs[0], allowMissingColumns=True)
+        aggregates = [*aggregates, *pairs[1]]
+    return rows.groupBy("run", "pno").agg(*aggregates)
 
 
 def _summary(row: Any, end_detail: str | None) -> Summary:
