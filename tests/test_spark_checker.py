@@ -435,6 +435,36 @@ def split_file(history: History, folder: Path, cut: int) -> None:
     whole.unlink()
 
 
+@pytest.mark.parametrize("listed", ["none", "a stray file"])
+def test_files_spark_scans_other_than_those_listed_fail_the_check_on_one_line(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listed: str
+) -> None:
+    """Each row of a run split over files finds its run and position through its file: a
+    file Spark scans that the checker did not list, or none listed at all, is a failed
+    check (UNKNOWN, one typed line), never rows without a run or a SQL error."""
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    from harness.spark.check import SparkCheckFailed, check_parquet
+
+    generated = generate_history(tmp_path / "g.parquet", records=40, plan=Plan())
+    history = read_history(generated.path)
+    (tmp_path / "g.parquet").unlink()
+    split_file(history, tmp_path, 50)
+    scanned = DataFrame.inputFiles
+    stray = [] if listed == "none" else ["file:///elsewhere/stray.parquet"]
+    monkeypatch.setattr(
+        DataFrame, "inputFiles", lambda self: [*scanned(self), *stray] if stray else []
+    )
+    with pytest.raises(SparkCheckFailed) as raised:
+        check_parquet(tmp_path, EO, spark=spark)
+    message = str(raised.value)
+    assert "\n" not in message
+    if stray:
+        assert "'file:///elsewhere/stray.parquet'" in message and "did not list" in message
+    else:
+        assert "none of the 2 history files" in message and "part-0.parquet" in message
+
+
 @pytest.mark.slow
 def test_runs_split_over_files_and_odd_directory_names_are_read_as_one_run_each(
     spark: Any, tmp_path: Path

@@ -22,6 +22,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from harness._shown import shown
 from harness.history.events import (
     EVENT_FIELDS,
     INT_FIELDS,
@@ -33,6 +34,7 @@ from harness.history.events import (
     ReadDetail,
     SinkKind,
 )
+from harness.spark.check._failure import SparkCheckFailed
 from harness.spark.source import RunSource
 
 __all__ = ["QueryContext", "load"]
@@ -411,10 +413,17 @@ def _scanned(spark: SparkSession, runs: tuple[RunSource, ...]) -> DataFrame:
     for uri in frame.inputFiles():
         found = where.get(_location(uri))
         if found is None:
-            raise ValueError(f"Spark read a file the checker did not list: {uri}")
+            raise SparkCheckFailed(
+                f"Spark scans {shown(uri)}, a file the checker did not list among the "
+                f"{len(files)} it found: was the history changed while it was checked? "
+                "Check it again once nothing writes to it"
+            )
         mapping.append((_normalized(uri), found[0], found[1]))
-    if not mapping:  # unreachable while Spark lists the files it scans (an empty CASE fails)
-        raise ValueError(f"Spark lists none of the {len(files)} files the checker listed")
+    if not mapping:  # Spark lists the files it scans; a CASE without a branch fails to parse
+        raise SparkCheckFailed(
+            f"Spark lists none of the {len(files)} history files the checker found (the first: "
+            f"{shown(files[0][1].uri)}): check again, and report it if it happens again"
+        )
     events = frame.selectExpr(
         "regexp_replace(_metadata.file_path, '^file:/+', '/') AS file",
         "_metadata.row_index AS row",
