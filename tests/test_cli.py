@@ -194,6 +194,30 @@ SPARK_FREE = (
 )
 
 
+def test_check_spark_s_error_line_reaches_a_file_that_holds_stdout_and_stderr_alike(
+    tmp_path: Path,
+) -> None:
+    """The command's stderr goes through the JVM notice's filter (a pipe and a thread) while
+    it checks; an error found before any JVM starts (here: no ``--guarantee``) is printed
+    there, and must be passed on before the process exits, wherever stderr goes."""
+    pytest.importorskip("pyarrow")
+    history, _ = run_once(commit_before_processing, BUGGY, "at-least-once")
+    target = tmp_path / "run.parquet"
+    write_history(history, target)
+    output = tmp_path / "output.txt"
+    with output.open("wb") as both:
+        code = subprocess.run(
+            [sys.executable, "-m", "harness", "check-spark", str(target)],
+            stdout=both,
+            stderr=both,
+            check=False,
+        ).returncode
+    lines = output.read_text(encoding="utf-8").splitlines()
+    assert code == 2
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    assert "--guarantee is required" in lines[0] or "pyspark" in lines[0]
+
+
 @pytest.mark.parametrize("kind", ["missing", "jsonl", "empty-dir"])
 def test_check_spark_rejects_a_bad_history_before_any_jvm_starts(kind: str, tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")

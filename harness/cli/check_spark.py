@@ -36,6 +36,10 @@ __all__ = [
 INCUBATOR_NOTICE: Final = b"WARNING: Using incubator modules:"
 """The start of the line every JVM with an incubator module enabled prints first."""
 
+_DRAIN_SECONDS: Final = 10.0
+"""At most this long, the end of :func:`_without_incubator_notice` waits for the forwarder to
+pass on the filtered stream when no JVM holds it (it ends as soon as the pipe is read)."""
+
 DESCRIPTION: Final = (
     "Check history Parquet files with the Spark checker (same verdict as "
     "`check`). Exit code: 0 VALID, 1 INVALID, 2 UNKNOWN or usage error."
@@ -149,9 +153,10 @@ def _without_incubator_notice() -> Iterator[None]:
         yield
         return
     read_end, write_end = os.pipe()
-    threading.Thread(
+    forwarder = threading.Thread(
         target=_forward, args=(read_end, stderr), name="jvm-stderr", daemon=True
-    ).start()
+    )
+    forwarder.start()
     os.dup2(write_end, 2)
     os.close(write_end)
     try:
@@ -159,6 +164,16 @@ def _without_incubator_notice() -> Iterator[None]:
     finally:
         sys.stderr.flush()
         os.dup2(stderr, 2)
+        if not _jvm_started():
+            # nothing holds the pipe now: what the block wrote (an error line) is passed on
+            # before the process may exit (a daemon thread does not outlive it)
+            forwarder.join(timeout=_DRAIN_SECONDS)
+
+
+def _jvm_started() -> bool:
+    """Whether pyspark started a JVM in this process (it keeps writing to the pipe)."""
+    pyspark = sys.modules.get("pyspark")
+    return pyspark is not None and getattr(pyspark.SparkContext, "_gateway", None) is not None
 
 
 def run_spark_command(argv: Sequence[str]) -> int:

@@ -98,14 +98,22 @@ def run(args: argparse.Namespace, live: Any = None) -> int:
         with LiveProgress(f"check-spark {args.history}", rows, units="rows") as own:
             return _checked(args, own, rows)
     except HarnessError as exc:
+        _close(live)
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
         return _ERROR_EXIT
     except Exception as exc:  # fail closed: no verdict is ever exit code 1
+        _close(live)
         print(
             f"error: the Spark check of {args.history!s} failed: {describe_exception(exc)}",
             file=sys.stderr,
         )
         return _ERROR_EXIT
+
+
+def _close(live: Any) -> None:
+    """Take the caller's progress line down, so that the error line stands on its own."""
+    if live is not None:
+        live.close()
 
 
 def _checked(args: argparse.Namespace, live: Any, rows: int) -> int:
