@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -100,6 +101,39 @@ def test_the_python_api_ends_unknown(
             budget=RunBudget(seconds=0.3),
             failures_dir=None,
         )
+    assert found.value.failure.verdict.status.name == "UNKNOWN"
+
+
+@pytest.mark.parametrize(
+    "disposition", [signal.SIG_IGN, signal.SIG_DFL], ids=["ignored", "default"]
+)
+def test_a_processors_keyboard_interrupt_is_its_own_where_no_ctrl_c_raises_one(
+    disposition: signal.Handlers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With SIGINT ignored (how a shell without job control starts a background job, and so
+    how some CI runners start the tests) or left to its default action, no real Ctrl-C can
+    raise ``KeyboardInterrupt``: one out of a processor, or out of its module's import, is
+    the processor's own, judged (UNKNOWN, or a ConfigError naming the module), never let
+    through to end the test session."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    run = _write(tmp_path, "own_ctrl_c_at_run", _module(RUN["its own KeyboardInterrupt"]))
+    imported = _write(
+        tmp_path, "own_ctrl_c_at_import", _module(at_import=IMPORT["KeyboardInterrupt at import"])
+    )
+    previous = signal.signal(signal.SIGINT, disposition)
+    try:
+        with pytest.raises(CounterexampleFound) as found:
+            explore(
+                load_processor(run),
+                guarantee="at-least-once",
+                max_examples=3,
+                budget=RunBudget(seconds=0.3),
+                failures_dir=None,
+            )
+        with pytest.raises(ConfigError, match="own_ctrl_c_at_import"):
+            load_processor(imported)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert found.value.failure.verdict.status.name == "UNKNOWN"
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from harness._shown import describe_exception, shown
 from harness.errors import ConfigError
-from harness.sim.exits import Guard, ProcessExit
+from harness.sim.exits import Guard, ProcessExit, ctrl_c_raises
 from harness.sim.simulator import Processor
 
 __all__ = ["load_processor", "make_processor"]
@@ -150,6 +150,8 @@ def _guarded(source: str, load: Callable[[], Any]) -> Any:
         threading.current_thread() is threading.main_thread()
         and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     )
+    # where no Ctrl-C raises anything (SIGINT ignored: a background job), none is mistaken
+    unseen = not owns and ctrl_c_raises()
     if owns:
         signal.signal(signal.SIGINT, on_sigint)
     try:
@@ -160,7 +162,7 @@ def _guarded(source: str, load: Callable[[], Any]) -> Any:
     except ProcessExit as exc:
         raise _import_failed(source, f"it tried to end the process: it {exc.what}") from None
     except BaseException as exc:  # the user's module failed while it was imported
-        if isinstance(exc, KeyboardInterrupt) and (interrupted or not owns):
+        if isinstance(exc, KeyboardInterrupt) and (interrupted or (not owns and unseen)):
             raise  # a real Ctrl-C (or one that cannot be told from it)
         raise _import_failed(source, describe_exception(exc)) from None
     finally:

@@ -16,7 +16,8 @@ The watchdog also tells a real Ctrl-C from a ``KeyboardInterrupt`` a processor r
 it owns ``SIGINT`` (the main thread, with Python's default handler in place), a real Ctrl-C
 switches out of the processor the same way and the simulator raises ``KeyboardInterrupt``
 itself, so a processor cannot swallow it, and a ``KeyboardInterrupt`` that comes out of a
-processor is the processor's own.
+processor is the processor's own. So it is where ``SIGINT`` is ignored (a background job, as
+a CI runner may start the tests): no Ctrl-C raises anything there.
 """
 
 from __future__ import annotations
@@ -38,7 +39,13 @@ from harness._budget import (
     RunBudget,
     run_budget,
 )
-from harness.sim.exits import real_getitimer, real_getsignal, real_setitimer, real_signal
+from harness.sim.exits import (
+    ctrl_c_raises,
+    real_getitimer,
+    real_getsignal,
+    real_setitimer,
+    real_signal,
+)
 
 __all__ = [
     "DEFAULT_RUN_BUDGET",
@@ -95,6 +102,12 @@ class Watchdog:
         """Whether it switched out of a processor that was running its own code."""
         self.interrupted = False
         self.owns_sigint = False
+        self.ctrl_c_unseen = False
+        """Whether a ``KeyboardInterrupt`` out of a processor may be a real Ctrl-C the
+        watchdog cannot see: ``SIGINT`` has a handler that is not the watchdog's (a test
+        runner's, another thread's run). Never while it owns ``SIGINT`` (a real one sets
+        ``interrupted``), nor while no Ctrl-C raises anything (``SIGINT`` ignored, as in a
+        background job: :func:`~harness.sim.exits.ctrl_c_raises`)."""
         self.main = main
         self._boundary = boundary
         self._deferrals = 0
@@ -117,6 +130,7 @@ class Watchdog:
         if in_main and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             real_signal(signal.SIGINT, self._interrupt)
             self.owns_sigint = True
+        self.ctrl_c_unseen = not self.owns_sigint and ctrl_c_raises()
         return self
 
     def __exit__(

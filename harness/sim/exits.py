@@ -44,6 +44,7 @@ from harness._shown import shown
 __all__ = [
     "Guard",
     "ProcessExit",
+    "ctrl_c_raises",
     "real_getitimer",
     "real_getsignal",
     "real_setitimer",
@@ -107,6 +108,16 @@ def real_signal(signum: Any, handler: Any) -> Any:
 def real_getsignal(signum: Any) -> Any:
     """``signal.getsignal`` without the guard's interposition."""
     return _handler(_C_GETSIGNAL(_plain(signum)))
+
+
+def ctrl_c_raises() -> bool:
+    """Whether a real Ctrl-C can raise ``KeyboardInterrupt`` in this process now: only while
+    ``SIGINT`` has a handler (Python's default one or another; ``None``, one set outside
+    Python, may too), not while it is ignored (a background job of a shell without job
+    control, ``nohup``, many CI runners) or left to its default action (the process ends
+    without an exception). Where it cannot, a ``KeyboardInterrupt`` is the code's own."""
+    handler = real_getsignal(signal.SIGINT)
+    return handler is None or callable(handler)
 
 
 def _signal_name(signum: object) -> str:

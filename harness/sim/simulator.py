@@ -302,7 +302,7 @@ class Simulator:
         except Exception as exc:  # the processor died of an error
             self._died(inst, exc)
         except BaseException as exc:
-            if isinstance(exc, KeyboardInterrupt) and not self.watch.owns_sigint:
+            if isinstance(exc, KeyboardInterrupt) and self.watch.ctrl_c_unseen:
                 self.halted = "interrupted"  # it may be a real Ctrl-C: do not judge, stop
                 self._release(inst)
                 raise
@@ -370,7 +370,7 @@ class Simulator:
         try:
             g.throw(InstanceCrashed)
         except KeyboardInterrupt:
-            if not self.watch.owns_sigint:
+            if self.watch.ctrl_c_unseen:
                 raise
         except BaseException:  # its cleanup code raised: a dead process's has no effect
             pass
