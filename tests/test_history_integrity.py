@@ -268,6 +268,69 @@ def test_a_damaged_parquet_row_group_is_named(tmp_path: Path) -> None:
         read_history(path)
 
 
+def test_a_damaged_parquet_history_is_not_converted_into_a_verified_jsonl_one(
+    tmp_path: Path,
+) -> None:
+    """``parquet_to_jsonl`` writes a JSONL file with a checksum of its own: every flip that
+    decodes as another history is refused (naming the row group) and leaves no file, where
+    without the Parquet checksum the damage would come out verified."""
+    pristine = tmp_path / "pristine.parquet"
+    write_history(a_history(), pristine)
+    damaged_path, target = tmp_path / "damaged.parquet", tmp_path / "converted.jsonl"
+    refused = 0
+    for _, damaged in damages(pristine.read_bytes(), 400, 0):
+        damaged_path.write_bytes(damaged)
+        try:
+            decoded = read_history(damaged_path, checksum="ignore")
+        except CorruptData:
+            continue
+        if decoded == a_history():
+            continue
+        with pytest.raises(CorruptData, match="does not match its checksum"):
+            history_io.parquet_to_jsonl(damaged_path, target)
+        assert not target.exists()
+        refused += 1
+    assert refused >= 10, refused
+    history_io.parquet_to_jsonl(pristine, target)
+    assert read_history(target, checksum="require") == a_history()
+
+
+def test_the_spark_checkers_verification_of_the_rows_fails_closed(tmp_path: Path) -> None:
+    """The Spark checker verifies the rows on the driver beside its Spark jobs
+    (:func:`harness.spark.check._verify.verified`, which needs pyarrow, not pyspark): a
+    mismatch replaces what the check returned or raised, a file it cannot read is an error
+    too, and with nothing found the check's own outcome stands."""
+    from harness.spark.check._verify import verified
+    from harness.spark.source import discover_runs
+
+    pristine = tmp_path / "run.parquet"
+    write_history(a_history(), pristine)
+    runs = discover_runs(pristine)
+    assert runs[0].files[0].digests is not None
+    with verified(runs):  # sound: nothing raised
+        pass
+    with pytest.raises(ZeroDivisionError), verified(runs):
+        raise ZeroDivisionError  # the check's own error stands when the rows are sound
+    damaged_path = tmp_path / "damaged.parquet"
+    for _, damaged in damages(pristine.read_bytes(), 400, 0):
+        damaged_path.write_bytes(damaged)
+        try:
+            if read_history(damaged_path, checksum="ignore") != a_history():
+                break
+        except CorruptData:
+            continue
+    damaged_runs = discover_runs(damaged_path)
+    mismatch = r"row group 0 \(from row 0\) does not match its checksum"
+    with pytest.raises(CorruptData, match=mismatch), verified(damaged_runs):
+        pass  # the check "returned": its verdict is not given
+    with pytest.raises(CorruptData, match=mismatch), verified(damaged_runs):
+        raise RuntimeError("Spark failed too")  # the damage is named instead
+    damaged_path.unlink()  # gone since it was listed
+    gone = "cannot read its rows after row 0 to verify them"
+    with pytest.raises(CorruptData, match=gone), verified(damaged_runs):
+        pass
+
+
 def test_parquet_from_another_tool_reads_unverified_unless_a_checksum_is_required(
     tmp_path: Path,
 ) -> None:

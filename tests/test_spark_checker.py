@@ -5,12 +5,14 @@ found at scale, the command line, the session helper and the Java preflight."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 import re
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -974,6 +976,8 @@ def damaged(tmp_path: Path) -> dict[str, Path]:
     table = pq.read_table(good)
     files["schema"] = tmp_path / "schema.parquet"
     pq.write_table(table.drop_columns(["record_id"]), files["schema"])
+    files["values"] = tmp_path / "values.parquet"
+    files["values"].write_bytes(next(decoding_flips(checksummed(tmp_path, records=60)))[1])
     return files
 
 
@@ -981,7 +985,35 @@ DAMAGE_SAID = {
     "pages": "cannot read history file",
     "footer": "not a Parquet file",
     "schema": "missing column(s) ['record_id']",
+    "values": "does not match its checksum",
 }
+
+
+def checksummed(tmp_path: Path, *, records: int) -> Path:
+    """A generated history (one lost record) written again with its checksum."""
+    generate_history(tmp_path / "generated.parquet", records=records, plan=Plan(lost=1))
+    pristine = tmp_path / "pristine.parquet"
+    write_parquet(read_history(tmp_path / "generated.parquet"), pristine)
+    return pristine
+
+
+def decoding_flips(pristine: Path) -> Iterator[tuple[History, bytes]]:
+    """``pristine`` damaged one bit at a time, every 13th bit, where the damage still
+    decodes: each file the local reader, told to ignore the checksum, reads as another
+    history, with that history."""
+    written = read_history(pristine)
+    data = pristine.read_bytes()
+    probe = pristine.with_name("probe.parquet")
+    for bit in range(0, len(data) * 8, 13):
+        flipped = bytearray(data)
+        flipped[bit // 8] ^= 1 << (bit % 8)
+        probe.write_bytes(bytes(flipped))
+        try:
+            read = read_history(probe, checksum="ignore")
+        except CorruptData:
+            continue
+        if read != written:
+            yield read, bytes(flipped)
 
 
 def test_a_damaged_history_is_never_a_verdict_of_either_checker(spark: Any, tmp_path: Path) -> None:
@@ -1014,6 +1046,72 @@ def test_a_damaged_history_is_never_a_verdict_of_either_checker(spark: Any, tmp_
         assert local.stderr.count("\n") == 1 and local.stderr.startswith("error: "), local.stderr
 
 
+def test_a_damaged_history_that_still_decodes_is_never_judged(spark: Any, tmp_path: Path) -> None:
+    """Bits flipped in a checksummed history where the pages still decode: Spark reads
+    another history from them, and it is the checksum, verified by the driver beside the
+    check, that makes each one a typed error naming the file and its row group instead of a
+    verdict. With ``checksum="ignore"`` the same files get the other history's verdict, some
+    unlike the written one's: what the verification prevents."""
+    from harness.spark import check_parquet
+
+    pristine = checksummed(tmp_path, records=60)
+    written = check(read_history(pristine), EO)
+    damaged_path = tmp_path / "damaged.parquet"
+    verdicts = []
+    for read, data in itertools.islice(decoding_flips(pristine), 6):
+        damaged_path.write_bytes(data)
+        with pytest.raises(CorruptData, match="does not match its checksum") as raised:
+            check_parquet(damaged_path, EO, spark=spark)
+        assert str(damaged_path) in str(raised.value) and "\n" not in str(raised.value)
+        [verdict] = check_parquet(
+            damaged_path, EO, spark=spark, checksum="ignore"
+        ).verdicts.values()
+        assert verdict == check(read, EO), describe(verdict)
+        verdicts.append(verdict)
+    assert len(verdicts) == 6
+    assert any(verdict != written for verdict in verdicts), [v.status for v in verdicts]
+
+
+def test_a_header_changed_without_its_checksum_is_refused_before_spark_starts(
+    tmp_path: Path,
+) -> None:
+    """The header is read from the footer on the driver: one that does not match the file's
+    checksum (here a sink no longer ordered) is damage, found before any JVM starts, and a
+    file without a checksum is refused when one is required."""
+    import pyarrow.parquet as pq
+
+    from harness.history.io import CHECKSUM_KEY, PARQUET_METADATA_KEY
+    from harness.spark.source import discover_runs
+
+    pristine = checksummed(tmp_path, records=60)
+    parquet = pq.ParquetFile(pristine)
+    schema = parquet.schema_arrow
+    header = schema.metadata[PARQUET_METADATA_KEY]
+    assert b'"ordered":true' in header
+    changed = schema.with_metadata(
+        {
+            **schema.metadata,
+            PARQUET_METADATA_KEY: header.replace(b'"ordered":true', b'"ordered":false'),
+        }
+    )
+    edited = tmp_path / "edited.parquet"
+    with pq.ParquetWriter(edited, changed) as writer:
+        writer.write_table(parquet.read().cast(changed))
+        writer.add_key_value_metadata({CHECKSUM_KEY: parquet.metadata.metadata[CHECKSUM_KEY]})
+    with pytest.raises(CorruptData, match="its header does not match its checksum") as raised:
+        discover_runs(edited)
+    assert str(edited) in str(raised.value)
+    assert discover_runs(edited, checksum="ignore")[0].files[0].digests is None
+    [run] = discover_runs(pristine)
+    assert run.files[0].digests is not None and len(run.files[0].digests) == 1
+    generated = tmp_path / "generated.parquet"
+    assert discover_runs(generated)[0].files[0].digests is None  # the generator writes none
+    with pytest.raises(CorruptData, match="carries no checksum"):
+        discover_runs(generated, checksum="require")
+    with pytest.raises(ConfigError, match="checksum must be one of"):
+        discover_runs(pristine, checksum="sometimes")  # type: ignore[arg-type]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "door",
@@ -1023,11 +1121,16 @@ def test_a_damaged_history_is_never_a_verdict_of_either_checker(spark: Any, tmp_
     ],
     ids=["check --spark", "spark-submit job"],
 )
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [("pages", "error: cannot read history file"), ("values", "error: ")],
+)
 def test_damaged_pages_exit_2_with_one_line_on_the_spark_doors(
-    door: list[str], tmp_path: Path
+    door: list[str], damage: str, said: str, tmp_path: Path
 ) -> None:
-    """The JVM's own stack traces stay off stderr: one ``error:`` line, exit code 2."""
-    path = damaged(tmp_path)["pages"]
+    """The JVM's own stack traces stay off stderr: one ``error:`` line, exit code 2, for
+    pages Spark cannot decode and for values that decode but do not match the checksum."""
+    path = damaged(tmp_path)[damage]
     extra = ["--guarantee", "exactly-once"]
     result = subprocess.run(
         [sys.executable, *door, str(path), *extra],
@@ -1043,7 +1146,8 @@ def test_damaged_pages_exit_2_with_one_line_on_the_spark_doors(
         line for line in result.stderr.splitlines() if line.strip() and not line.startswith(notice)
     ]
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: cannot read history file") and str(path) in lines[0]
+    assert lines[0].startswith(said) and str(path) in lines[0], lines
+    assert DAMAGE_SAID[damage] in lines[0], lines
     assert result.stdout == ""
 
 

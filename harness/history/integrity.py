@@ -63,7 +63,7 @@ _INT_NAMES: Final = frozenset({"index", *INT_FIELDS})
 _RESTORE: Final = "restore it from a backup or write it again from its source"
 _TO_DO: Final = (
     f"{_RESTORE}; to read it anyway (after editing it by hand, say), pass checksum='ignore' "
-    "to read_history, and write_history gives it a new checksum"
+    "to read_history (or check_parquet), and write_history gives it a new checksum"
 )
 
 

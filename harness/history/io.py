@@ -237,34 +237,33 @@ def _jsonl_lines(header: str, events: Iterable[Event], *, checksum: bool) -> Ite
 
 def parquet_to_jsonl(source: _Path, target: _Path) -> int:
     """Write the Parquet history ``source`` as the JSONL history ``target`` (replaced
-    atomically), a batch of rows at a time: memory stays bounded whatever the size, and the
+    atomically), a row group at a time: memory stays bounded whatever the size, and the
     file is the one :func:`write_jsonl` writes for the same history. Returns the number of
-    events. Errors as :func:`read_parquet`'s (its checksum is not verified: convert files
-    you wrote)."""
+    events. Errors as :func:`read_parquet`'s: a file with a checksum is verified row group
+    by row group as it is converted (the JSONL file gets a checksum of its own, so damage
+    must not get that far), and nothing is left at ``target`` when it does not match."""
     name = os.fspath(source)
     pa, pq = _pyarrow()
+    pc = importlib.import_module("pyarrow.compute")
     with open(source, "rb") as stream:
         try:
             parquet = pq.ParquetFile(stream)
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise unreadable(name, f"not a Parquet file ({one_line(exc)})") from exc
-        meta, _ = _parquet_header(parquet.schema_arrow, name)
-        _check_parquet_columns(pa, parquet.schema_arrow, name)
+        meta, expected = _parquet_head(pa, parquet, name, "verify")
         header = _checked_header(History(meta=_current(meta), events=()))
         total = parquet.metadata.num_rows
         written = [0]
 
         def events() -> Iterator[Event]:
-            batches = parquet.iter_batches(
-                batch_size=_BATCH_ROWS, columns=list(EVENT_FIELDS), use_threads=False
-            )
-            for batch in batches:
-                chunk: list[Event] = []
-                _add_events(chunk, [batch], name)
-                _check_events(chunk)
-                yield from chunk
-                written[0] += len(chunk)
-                advance("writing JSONL", written[0], total)
+            for batches in _verified_row_groups(pa, pc, parquet, expected, name):
+                for batch in batches:
+                    chunk: list[Event] = []
+                    _add_events(chunk, [batch], name)
+                    _check_events(chunk)
+                    yield from chunk
+                    written[0] += len(chunk)
+                    advance("writing JSONL", written[0], total)
 
         with _atomic_target(target) as tmp, open(tmp, "wb") as out:
             out.writelines(_jsonl_lines(header, events(), checksum=True))
@@ -473,33 +472,12 @@ def read_parquet(path: _Path, *, checksum: ChecksumPolicy = "verify") -> History
     with open(path, "rb") as stream:
         try:
             parquet = pq.ParquetFile(stream)
-            arrow_schema = parquet.schema_arrow
-            stored = parquet.metadata.metadata or {}
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise unreadable(source, f"not a Parquet file ({one_line(exc)})") from exc
-        meta, header = _parquet_header(arrow_schema, source)
-        _check_parquet_columns(pa, arrow_schema, source)
-        expected = None
-        if policy != "ignore":
-            expected = read_parquet_checksum(stored, header, parquet.num_row_groups, source)
-            if expected is None and policy == "require":
-                raise unverified(source)
+        meta, expected = _parquet_head(pa, parquet, source, policy)
         events: list[Event] = []
         try:
-            for group in range(parquet.num_row_groups):
-                batches = list(
-                    parquet.iter_batches(
-                        batch_size=_BATCH_ROWS,
-                        row_groups=[group],
-                        columns=list(EVENT_FIELDS),
-                        use_threads=False,
-                    )
-                )
-                if expected is not None and row_group_digest(pa, pc, batches) != expected[group]:
-                    raise damaged(
-                        source,
-                        f"row group {group} (from row {len(events)}) does not match its checksum",
-                    )
+            for batches in _verified_row_groups(pa, pc, parquet, expected, source):
                 _add_events(events, batches, source, parquet.metadata.num_rows)
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise unreadable(
@@ -507,6 +485,50 @@ def read_parquet(path: _Path, *, checksum: ChecksumPolicy = "verify") -> History
                 f"cannot decode the Parquet data after row {len(events)} ({one_line(exc)})",
             ) from exc
     return History(meta=_current(meta), events=tuple(events))
+
+
+def _parquet_head(
+    pa: Any, parquet: Any, source: str, policy: ChecksumPolicy
+) -> tuple[HistoryMeta, list[str] | None]:
+    """The header of the open history Parquet file ``parquet`` (``pyarrow.parquet.ParquetFile``;
+    of the file's own schema version) once its columns are checked, and the row-group digests
+    its checksum expects: ``None`` when nothing is to be verified (``policy`` is ``"ignore"``,
+    or the file carries no checksum, which ``"require"`` refuses). A header that does not
+    match the checksum is damage (:class:`CorruptData`), as in :func:`read_parquet`."""
+    meta, header = _parquet_header(parquet.schema_arrow, source)
+    _check_parquet_columns(pa, parquet.schema_arrow, source)
+    if policy == "ignore":
+        return meta, None
+    stored = parquet.metadata.metadata or {}
+    expected = read_parquet_checksum(stored, header, parquet.num_row_groups, source)
+    if expected is None and policy == "require":
+        raise unverified(source)
+    return meta, expected
+
+
+def _verified_row_groups(
+    pa: Any, pc: Any, parquet: Any, expected: Sequence[str] | None, source: str
+) -> Iterator[list[Any]]:
+    """The record batches of each row group of the open history Parquet file ``parquet``, in
+    order, each group checked against its digest in ``expected`` before it is yielded (``None``:
+    unchecked): a mismatch is damage naming the group and its first row. Decoding errors
+    (``pyarrow.ArrowException``, ``OSError``) pass through."""
+    first = 0
+    for group in range(parquet.num_row_groups):
+        batches = list(
+            parquet.iter_batches(
+                batch_size=_BATCH_ROWS,
+                row_groups=[group],
+                columns=list(EVENT_FIELDS),
+                use_threads=False,
+            )
+        )
+        if expected is not None and row_group_digest(pa, pc, batches) != expected[group]:
+            raise damaged(
+                source, f"row group {group} (from row {first}) does not match its checksum"
+            )
+        yield batches
+        first += sum(batch.num_rows for batch in batches)
 
 
 def _add_events(

@@ -10,8 +10,9 @@ A *history source* is a path (local, or a URI pyarrow understands such as ``hdfs
   with the headers below it. A run may be split over several files (all with the same
   header); its events are the files' rows in path order.
 
-Only the footers are read here (header, column types, row counts), on the driver, with
-pyarrow; the rows are read by Spark.
+Only the footers are read here (header, column types, row counts, the checksum), on the
+driver, with pyarrow; the rows are read by Spark, and checked against the checksum by
+:mod:`harness.spark.check._verify`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, Final, final
 
 from harness.errors import ConfigError, CorruptData
 from harness.history.events import HistoryMeta
+from harness.history.integrity import ChecksumPolicy, checked_policy
 from harness.history.io import _pyarrow as _parquet_modules
 
 __all__ = ["HistoryFile", "RunSource", "discover_runs"]
@@ -35,10 +37,13 @@ _PARQUET_INSTALL: Final = "pip install 'stream-harness[spark]'"
 @final
 @dataclass(frozen=True, slots=True)
 class HistoryFile:
-    """One Parquet file of a run: ``uri`` as Spark reads it, ``rows`` from its footer."""
+    """One Parquet file of a run: ``uri`` as Spark reads it, ``rows`` from its footer, and
+    ``digests``, the SHA-256 of each row group its checksum lists (``None``: nothing to
+    verify, see :func:`discover_runs`), which :mod:`harness.spark.check` verifies."""
 
     uri: str
     rows: int
+    digests: tuple[str, ...] | None = None
 
 
 @final
@@ -83,17 +88,24 @@ def _hidden(relative: str) -> bool:
     return any(part.startswith((".", "_")) for part in relative.split("/") if part)
 
 
-def discover_runs(path: str | os.PathLike[str]) -> tuple[RunSource, ...]:
+def discover_runs(
+    path: str | os.PathLike[str], *, checksum: ChecksumPolicy = "verify"
+) -> tuple[RunSource, ...]:
     """The runs stored at ``path``, sorted by run id, each with its files in path order.
 
-    Raises :class:`ConfigError` when ``path`` does not exist or holds no ``.parquet`` file,
+    ``checksum`` is :func:`harness.history.read_history`'s: a file's header is checked
+    against its checksum here, and the row groups' digests it lists are kept
+    (:attr:`HistoryFile.digests`) for the rows to be checked against; ``"require"`` refuses a
+    file without a checksum, ``"ignore"`` checks nothing. Raises :class:`ConfigError` when
+    ``path`` does not exist or holds no ``.parquet`` file (or for an unknown ``checksum``),
     :class:`CorruptData` when a file is not a history Parquet file (no header, wrong columns:
-    the same checks as :func:`harness.history.io.read_parquet`), when files of one run have
-    different headers, or when a ``run_id=`` directory disagrees with a header below it;
-    :class:`MissingDependency` without pyarrow.
+    the same checks as :func:`harness.history.io.read_parquet`), when its header does not
+    match its checksum, when files of one run have different headers, or when a ``run_id=``
+    directory disagrees with a header below it; :class:`MissingDependency` without pyarrow.
     """
-    from harness.history.io import _check_parquet_columns, _parquet_meta
+    from harness.history.io import _current, _parquet_head
 
+    policy = checked_policy(checksum)
     text = os.fspath(path)
     pa, pq, fs = _pyarrow()
     filesystem, root, prefix = _filesystem(text, fs)
@@ -122,13 +134,12 @@ def discover_runs(path: str | os.PathLike[str]) -> tuple[RunSource, ...]:
         try:
             with filesystem.open_input_file(file_path) as stream:
                 parquet = pq.ParquetFile(stream)
-                schema = parquet.schema_arrow
                 rows = parquet.metadata.num_rows
         except (pa.ArrowException, OSError, ValueError) as exc:
             cause = " ".join(str(exc).split())  # pyarrow's text spans lines: one line
             raise CorruptData(f"{shown}: not a Parquet file ({cause})") from exc
-        meta = _parquet_meta(schema, shown)
-        _check_parquet_columns(pa, schema, shown)
+        own, digests = _parquet_head(pa, parquet, shown, policy)
+        meta = _current(own)
         for part in file_path[len(root) :].split("/"):
             if part.startswith(_RUN_DIR):
                 named = urllib.parse.unquote(part[len(_RUN_DIR) :])
@@ -138,16 +149,17 @@ def discover_runs(path: str | os.PathLike[str]) -> tuple[RunSource, ...]:
                         f"run_id {meta.run_id!r}; move it, or rewrite its header"
                     )
         uri = prefix + file_path if prefix else file_path
+        listed = None if digests is None else tuple(digests)
         known = runs.get(meta.run_id)
         if known is None:
-            runs[meta.run_id] = (meta, shown, [HistoryFile(uri=uri, rows=rows)])
+            runs[meta.run_id] = (meta, shown, [HistoryFile(uri, rows, listed)])
             continue
         if known[0].to_json() != meta.to_json():
             raise CorruptData(
                 f"{shown}: its header differs from the one of {known[1]}, which has the same "
                 f"run_id {meta.run_id!r}; files of one run must share one header"
             )
-        known[2].append(HistoryFile(uri=uri, rows=rows))
+        known[2].append(HistoryFile(uri, rows, listed))
     return tuple(
         RunSource(run_id=run_id, meta=meta, files=tuple(files))
         for run_id, (meta, _, files) in sorted(runs.items())

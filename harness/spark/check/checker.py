@@ -37,9 +37,11 @@ from harness.check.verdict import (
 )
 from harness.errors import HarnessError
 from harness.history.events import EndDetail, SinkKind
+from harness.history.integrity import ChecksumPolicy
 from harness.spark.check._failure import failure, from_spark
 from harness.spark.check._format import lexicographic, problem_message
 from harness.spark.check._occurrence import COLUMNS, Occurrence
+from harness.spark.check._verify import verified
 from harness.spark.session import require_pyspark
 from harness.spark.source import RunSource, discover_runs
 
@@ -141,13 +143,17 @@ def check_parquet(
     guarantee: Guarantee | str,
     *,
     spark: SparkSession | None = None,
+    checksum: ChecksumPolicy = "verify",
 ) -> SparkCheck:
     """Check every run stored at ``path`` against ``guarantee`` with Spark.
 
     ``spark`` defaults to :func:`harness.spark.session.spark_session` (local mode, or the
-    master ``spark-submit`` gave). Raises :class:`ConfigError` for a bad guarantee or a
-    path with no history, :class:`~harness.errors.CorruptData` for a file that is not a
-    history, :class:`~harness.errors.MissingDependency` without pyspark or pyarrow and
+    master ``spark-submit`` gave). ``checksum`` is :func:`harness.history.read_history`'s:
+    each file's checksum, where it has one, is verified, its rows by the driver while Spark
+    checks (``"require"`` refuses a file without one, ``"ignore"`` verifies nothing). Raises
+    :class:`ConfigError` for a bad guarantee or ``checksum`` or a path with no history,
+    :class:`~harness.errors.CorruptData` for a file that is not a history or does not match
+    its checksum, :class:`~harness.errors.MissingDependency` without pyspark or pyarrow and
     :class:`~harness.spark.java.JavaUnavailable` without Java 17+, and
     :class:`~harness.spark.check.SparkCheckFailed` when Spark cannot read or plan the check
     (:class:`~harness.spark.check.UnreadableHistory`, also a ``CorruptData``, for a damaged
@@ -155,16 +161,29 @@ def check_parquet(
     history is not an error: its verdict is UNKNOWN with the validator's reasons.
     """
     guarantee = guarantee_of(guarantee)  # "exactly-once" too, as every door takes it
-    return analyze_parquet(path, spark=spark).verdicts(guarantee)
+    return analyze_parquet(path, spark=spark, checksum=checksum).verdicts(guarantee)
 
 
-def analyze_parquet(path: str | os.PathLike[str], *, spark: SparkSession | None = None) -> Analysis:
+def analyze_parquet(
+    path: str | os.PathLike[str],
+    *,
+    spark: SparkSession | None = None,
+    checksum: ChecksumPolicy = "verify",
+) -> Analysis:
     """Run the Spark checker's queries once and keep the verdicts under both guarantees.
 
     Same arguments and errors as :func:`check_parquet`.
     """
-    runs = discover_runs(path)
+    runs = discover_runs(path, checksum=checksum)
     require_pyspark()
+    with verified(runs):  # the rows' checksums, beside the check: damage is never a verdict
+        return _analyzed(path, runs, spark)
+
+
+def _analyzed(
+    path: str | os.PathLike[str], runs: tuple[RunSource, ...], spark: SparkSession | None
+) -> Analysis:
+    """:func:`analyze_parquet`'s queries over ``runs``."""
     if spark is None:
         from harness.spark.session import spark_session
 
