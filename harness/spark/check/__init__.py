@@ -5,7 +5,8 @@
   :class:`~harness.check.verdict.Verdict` per run, and the worst status);
   :func:`analyze_parquet` runs the queries once for both guarantees. A check Spark cannot
   read or plan raises :class:`SparkCheckFailed` (:class:`UnreadableHistory` for a damaged
-  file), never a verdict.
+  file), never a verdict; so does a file that does not match its checksum
+  (:class:`~harness.errors.CorruptData`: the driver verifies the rows beside the check).
 * :func:`generate_history` writes large histories with anomalies planted at known places
   and returns the exact answer (:class:`GeneratedHistory`).
 * ``python -m harness check-spark`` and ``spark-submit harness/spark/job.py`` are the
