@@ -580,11 +580,6 @@ def _tables(pa: Any, schema: Any, events: Sequence[Event]) -> Iterator[Any]:
         yield pa.Table.from_batches(batches, schema=schema)
 
 
-def _parquet_meta(arrow_schema: Any, source: str) -> HistoryMeta:
-    """The header of a history Parquet file with ``arrow_schema``, as the current version."""
-    return _current(_parquet_header(arrow_schema, source)[0])
-
-
 def _parquet_header(arrow_schema: Any, source: str) -> tuple[HistoryMeta, bytes]:
     """The header of a history Parquet file (of the file's schema version), and its bytes."""
     metadata = arrow_schema.metadata or {}
