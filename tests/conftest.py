@@ -4,6 +4,7 @@ hunt instead), and a namespace fixture run once on each storage backend (memory,
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,21 @@ settings.register_profile(
 )
 settings.register_profile("explore", deadline=None, max_examples=1000, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+_CTRL_C_DELIVERED = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "runpy.run_module('harness', run_name='__main__', alter_sys=True)"
+)
+
+
+@pytest.fixture
+def harness_command() -> list[str]:
+    """``python -m harness`` as a terminal starts it, with Python's own ``SIGINT`` handler:
+    a test of what a real Ctrl-C does must not depend on how the tests were started (a shell
+    without job control starts a background job, as some CI runners start the tests, with
+    ``SIGINT`` ignored, which every child inherits and Python then leaves alone)."""
+    return [sys.executable, "-c", _CTRL_C_DELIVERED]
 
 
 @pytest.fixture(params=["memory", "leveldb"])

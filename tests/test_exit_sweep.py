@@ -12,6 +12,7 @@ fail this test, never hang it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -146,10 +147,10 @@ def test_the_python_api_refuses_a_module_that_leaves_when_imported(
 
 
 def _cli(
-    tmp: Path, *args: str, timeout: float = 120, **env: str
+    tmp: Path, *args: str, timeout: float = 120, command: list[str] | None = None, **env: str
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
+        [*(command or [sys.executable, "-m", "harness"]), *args],
         cwd=tmp,
         env={**_env(tmp), **env},
         capture_output=True,
@@ -161,7 +162,9 @@ def _cli(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("way", [*RUN, *IMPORT, "SIGINT to itself"])
-def test_the_cli_run_replay_and_report_never_exit_0(way: str, tmp_path: Path) -> None:
+def test_the_cli_run_replay_and_report_never_exit_0(
+    way: str, tmp_path: Path, harness_command: list[str]
+) -> None:
     source = (
         _module(at_import=IMPORT[way])
         if way in IMPORT
@@ -169,13 +172,14 @@ def test_the_cli_run_replay_and_report_never_exit_0(way: str, tmp_path: Path) ->
     )
     target = _write(tmp_path, "leaving", source)
     budget = ("--run-seconds", "0.3")
-    run = _cli(tmp_path, "run", target, "--guarantee", "at-least-once", "--examples", "3", *budget)
+    cli = functools.partial(_cli, tmp_path, command=harness_command)  # a Ctrl-C gets through
+    run = cli("run", target, "--guarantee", "at-least-once", "--examples", "3", *budget)
     spec = Replay(target, Guarantee.AT_LEAST_ONCE, Topology(), "memory", _schedule())
     replay_file = tmp_path / "replay.json"
     replay_file.write_text(json.dumps(spec.to_json()), "utf-8")
-    again = _cli(tmp_path, "replay", str(replay_file), *budget)
+    again = cli("replay", str(replay_file), *budget)
     # report has no run budget option: the timer tricks would each take the default minute
-    shown = [] if way in SPINS else [_cli(tmp_path, "report", str(replay_file))]
+    shown = [] if way in SPINS else [cli("report", str(replay_file))]
     expected = 130 if way == "SIGINT to itself" else 2
     for done in (run, again, *shown):
         assert done.returncode == expected, (done.returncode, done.stdout, done.stderr)

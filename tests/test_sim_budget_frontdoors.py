@@ -78,9 +78,11 @@ def test_a_bad_run_budget_in_the_marker_fails_its_test_with_where_it_is(
     )
 
 
-def _harness(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _harness(
+    tmp_path: Path, *args: str, command: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
+        [*(command or [sys.executable, "-m", "harness"]), *args],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -119,7 +121,9 @@ def test_the_cli_replay_refuses_a_schedule_the_budget_cannot_read(tmp_path: Path
     )
 
 
-def test_a_real_ctrl_c_ends_the_cli_with_130_and_no_traceback(tmp_path: Path) -> None:
+def test_a_real_ctrl_c_ends_the_cli_with_130_and_no_traceback(
+    tmp_path: Path, harness_command: list[str]
+) -> None:
     (tmp_path / "interrupted.py").write_text(
         textwrap.dedent(
             """
@@ -140,5 +144,6 @@ def test_a_real_ctrl_c_ends_the_cli_with_130_and_no_traceback(tmp_path: Path) ->
     result = _harness(
         tmp_path,
         *("run", "interrupted:processor", "--guarantee", "at-least-once", "--examples", "2"),
+        command=harness_command,
     )
     assert (result.returncode, result.stderr, result.stdout) == (130, "interrupted\n", "")
