@@ -429,9 +429,15 @@ def split_file(history: History, folder: Path, cut: int) -> None:
     """``history`` as two Parquet files (rows before and after ``cut``), one header."""
     import pyarrow.parquet as pq
 
+    from harness.history.io import PARQUET_METADATA_KEY
+
     whole = folder / "whole.parquet"
     write_parquet(history, whole)
     table = pq.read_table(whole)
+    # the header alone, as another tool writes parts (pyarrow 15 keeps the whole file's
+    # checksum in the schema's metadata, where it would not match a part's rows)
+    header = {PARQUET_METADATA_KEY: table.schema.metadata[PARQUET_METADATA_KEY]}
+    table = table.replace_schema_metadata(header)
     pq.write_table(table.slice(0, cut), folder / "part-0.parquet")
     pq.write_table(table.slice(cut), folder / "part-1.parquet")
     whole.unlink()
@@ -1050,25 +1056,29 @@ def test_a_damaged_history_that_still_decodes_is_never_judged(spark: Any, tmp_pa
     """Bits flipped in a checksummed history where the pages still decode: Spark reads
     another history from them, and it is the checksum, verified by the driver beside the
     check, that makes each one a typed error naming the file and its row group instead of a
-    verdict. With ``checksum="ignore"`` the same files get the other history's verdict, some
-    unlike the written one's: what the verification prevents."""
+    verdict. With ``checksum="ignore"`` the same files get the other history's verdict (or,
+    now and then, Spark's own reader refuses one: PySpark 4.0's zstd decoder sees some damage
+    pyarrow's does not), some unlike the written one's: what the verification prevents."""
     from harness.spark import check_parquet
+    from harness.spark.check import UnreadableHistory
 
     pristine = checksummed(tmp_path, records=60)
     written = check(read_history(pristine), EO)
     damaged_path = tmp_path / "damaged.parquet"
     verdicts = []
-    for read, data in itertools.islice(decoding_flips(pristine), 6):
+    for read, data in itertools.islice(decoding_flips(pristine), 8):
         damaged_path.write_bytes(data)
         with pytest.raises(CorruptData, match="does not match its checksum") as raised:
             check_parquet(damaged_path, EO, spark=spark)
         assert str(damaged_path) in str(raised.value) and "\n" not in str(raised.value)
-        [verdict] = check_parquet(
-            damaged_path, EO, spark=spark, checksum="ignore"
-        ).verdicts.values()
+        try:
+            judged = check_parquet(damaged_path, EO, spark=spark, checksum="ignore")
+        except UnreadableHistory:
+            continue
+        [verdict] = judged.verdicts.values()
         assert verdict == check(read, EO), describe(verdict)
         verdicts.append(verdict)
-    assert len(verdicts) == 6
+    assert len(verdicts) >= 4, len(verdicts)
     assert any(verdict != written for verdict in verdicts), [v.status for v in verdicts]
 
 
@@ -1084,20 +1094,17 @@ def test_a_header_changed_without_its_checksum_is_refused_before_spark_starts(
     from harness.spark.source import discover_runs
 
     pristine = checksummed(tmp_path, records=60)
-    parquet = pq.ParquetFile(pristine)
-    schema = parquet.schema_arrow
-    header = schema.metadata[PARQUET_METADATA_KEY]
+    table = pq.read_table(pristine)
+    header = table.schema.metadata[PARQUET_METADATA_KEY]
     assert b'"ordered":true' in header
-    changed = schema.with_metadata(
-        {
-            **schema.metadata,
-            PARQUET_METADATA_KEY: header.replace(b'"ordered":true', b'"ordered":false'),
-        }
-    )
+    # in the schema's metadata, which pyarrow writes to the file's key-value metadata (the
+    # writer's own way, ParquetWriter.add_key_value_metadata, is pyarrow 16+)
+    keys = {
+        PARQUET_METADATA_KEY: header.replace(b'"ordered":true', b'"ordered":false'),
+        CHECKSUM_KEY: pq.ParquetFile(pristine).metadata.metadata[CHECKSUM_KEY],
+    }
     edited = tmp_path / "edited.parquet"
-    with pq.ParquetWriter(edited, changed) as writer:
-        writer.write_table(parquet.read().cast(changed))
-        writer.add_key_value_metadata({CHECKSUM_KEY: parquet.metadata.metadata[CHECKSUM_KEY]})
+    pq.write_table(table.replace_schema_metadata(keys), edited)
     with pytest.raises(CorruptData, match="its header does not match its checksum") as raised:
         discover_runs(edited)
     assert str(edited) in str(raised.value)
