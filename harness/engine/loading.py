@@ -162,7 +162,7 @@ def _guarded(source: str, load: Callable[[], Any]) -> Any:
     except ProcessExit as exc:
         raise _import_failed(source, f"it tried to end the process: it {exc.what}") from None
     except BaseException as exc:  # the user's module failed while it was imported
-        if isinstance(exc, KeyboardInterrupt) and (interrupted or (not owns and unseen)):
+        if isinstance(exc, KeyboardInterrupt) and (interrupted or unseen):
             raise  # a real Ctrl-C (or one that cannot be told from it)
         raise _import_failed(source, describe_exception(exc)) from None
     finally:
