@@ -268,6 +268,20 @@ def test_a_damaged_parquet_row_group_is_named(tmp_path: Path) -> None:
         read_history(path)
 
 
+def decoding_damages(pristine: Path, probe: Path) -> Iterator[bytes]:
+    """The one-bit flips of :func:`damages` (400 of them) of the Parquet file ``pristine``
+    (:func:`a_history`) that still decode, as another history: what only the checksum
+    catches (each is written to ``probe`` to be read)."""
+    for _, damaged in damages(pristine.read_bytes(), 400, 0):
+        probe.write_bytes(damaged)
+        try:
+            decoded = read_history(probe, checksum="ignore")
+        except CorruptData:
+            continue
+        if decoded != a_history():
+            yield damaged
+
+
 def test_a_damaged_parquet_history_is_not_converted_into_a_verified_jsonl_one(
     tmp_path: Path,
 ) -> None:
@@ -278,14 +292,8 @@ def test_a_damaged_parquet_history_is_not_converted_into_a_verified_jsonl_one(
     write_history(a_history(), pristine)
     damaged_path, target = tmp_path / "damaged.parquet", tmp_path / "converted.jsonl"
     refused = 0
-    for _, damaged in damages(pristine.read_bytes(), 400, 0):
+    for damaged in decoding_damages(pristine, damaged_path):
         damaged_path.write_bytes(damaged)
-        try:
-            decoded = read_history(damaged_path, checksum="ignore")
-        except CorruptData:
-            continue
-        if decoded == a_history():
-            continue
         with pytest.raises(CorruptData, match="does not match its checksum"):
             history_io.parquet_to_jsonl(damaged_path, target)
         assert not target.exists()
@@ -312,13 +320,7 @@ def test_the_spark_checkers_verification_of_the_rows_fails_closed(tmp_path: Path
     with pytest.raises(ZeroDivisionError), verified(runs):
         raise ZeroDivisionError  # the check's own error stands when the rows are sound
     damaged_path = tmp_path / "damaged.parquet"
-    for _, damaged in damages(pristine.read_bytes(), 400, 0):
-        damaged_path.write_bytes(damaged)
-        try:
-            if read_history(damaged_path, checksum="ignore") != a_history():
-                break
-        except CorruptData:
-            continue
+    damaged_path.write_bytes(next(decoding_damages(pristine, damaged_path)))
     damaged_runs = discover_runs(damaged_path)
     mismatch = r"row group 0 \(from row 0\) does not match its checksum"
     with pytest.raises(CorruptData, match=mismatch), verified(damaged_runs):
